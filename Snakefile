@@ -1,0 +1,78 @@
+# ncuflow: verify, time and profile CUDA kernel variants under Nsight Compute.
+# Thin on purpose: config, validation and mode here; one stage per rule file; the logic
+# of every stage lives in the ncuflow package (workflow/ncuflow).
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(
+        None, [str(Path(workflow.basedir) / "workflow"), os.environ.get("PYTHONPATH")]
+    )
+)
+
+from ncuflow.config import load_study
+from ncuflow.device import resolve_mode
+from ncuflow.errors import NcuflowError
+from ncuflow.replay import capture_dir, info
+
+# config.yaml is the default study; a --configfile on the command line replaces it.
+if not workflow.config_settings.configfiles:
+
+    configfile: "config.yaml"
+
+
+try:
+    STUDY = load_study(config)
+    MODE, WHY = resolve_mode(config["mode"], config["ncu"]["path"])
+    CAPTURE = capture_dir(Path("."), config["capture"]) if MODE == "replay" else None
+except NcuflowError as exc:
+    sys.exit(f"ncuflow: {exc}")
+
+PY = sys.executable
+# Arguments every GPU stage takes: where the numbers come from.
+MODE_ARGS = f"--mode {MODE} --ncu {config['ncu']['path']}" + (
+    f" --capture {CAPTURE}" if CAPTURE else ""
+)
+if workflow.is_main_process:  # not again in the processes that run jobs
+    _total, _pending = STUDY.count()
+    if MODE == "replay":
+        _meta = info(CAPTURE)
+        _source = (
+            f"replaying capture {CAPTURE.name} ({_meta['device']}, {_meta['date']})"
+        )
+    else:
+        _source = "measuring on the GPU"
+    print(
+        f"ncuflow: mode {MODE} ({WHY}): {_source}; "
+        f"{_total} configurations, {_pending} to run, {_total - _pending} skipped",
+        file=sys.stderr,
+    )
+
+
+wildcard_constraints:
+    experiment="[A-Za-z0-9_-]+",
+    variant="[A-Za-z0-9_-]+",
+
+
+include: "workflow/rules/plan.smk"
+include: "workflow/rules/measure.smk"
+include: "workflow/rules/profile.smk"
+include: "workflow/rules/parse.smk"
+include: "workflow/rules/collect.smk"
+include: "workflow/rules/plot.smk"
+include: "workflow/rules/device.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        "results/device.json",
+        expand("results/{experiment}/table.parquet", experiment=STUDY.experiments),
+        expand(
+            "results/{experiment}/{figure}.{ext}",
+            experiment=STUDY.experiments,
+            figure=["roofline", "gflops_vs_size"],
+            ext=["png", "svg"],
+        ),

@@ -1,0 +1,70 @@
+"""Benchmark (GPU): one ncu process for a whole sweep against one ncu process per configuration.
+
+Profiles the 16 configurations of benchmarks/ncu_batching.yaml through the pipeline's
+profile stage (one ncu process), then through a loop that starts one ncu process per
+configuration, each exported to CSV as the pipeline does, and prints both wall times and
+their ratio. Run from the repository root on a machine with a GPU and ncu:
+
+    python benchmarks/ncu_batching.py
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
+
+from ncuflow.config import load_study
+from ncuflow.harness import measure_stage
+from ncuflow.profile import (
+    export_csv,
+    find_ncu,
+    ncu_command,
+    profile_stage,
+    run_ncu,
+    worker_command,
+)
+
+
+def quiet(line: str) -> None:
+    """The stages' log lines are not wanted here: only the times are."""
+
+
+def main() -> int:
+    config = yaml.safe_load(Path(__file__).with_name("ncu_batching.yaml").read_text())
+    study = load_study(config)
+    ncu = find_ncu(study.config["ncu"]["path"])
+    sections = study.config["ncu"]["sections"]  # the schema's defaults, as the pipeline uses
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        plan, measure = work / "plan.json", work / "measure.json"
+        plan.write_text(study.plan_json("ncu_batching", "naive"))
+        measure_stage(plan, measure, quiet)
+        ids = [r["config_id"] for r in study.experiments["ncu_batching"].configs["naive"]]
+
+        started = time.perf_counter()
+        profile_stage(plan, measure, work / "one.csv", work / "one.ncu-rep", "ncu",
+                      sections, "none", [], quiet)  # fmt: skip
+        batched = time.perf_counter() - started
+
+        started = time.perf_counter()
+        for i, config_id in enumerate(ids):
+            report = work / f"each{i}"
+            run_ncu(ncu_command(ncu, report, sections, "none", [],
+                                worker_command(plan, measure, [config_id])), quiet)  # fmt: skip
+            export_csv(ncu, report.with_suffix(".ncu-rep"), work / f"each{i}.csv")
+        separate = time.perf_counter() - started
+    print(f"configurations: {len(ids)}")
+    print(f"one ncu process for all:      {batched:7.1f} s")
+    print(f"one ncu process each (loop):  {separate:7.1f} s")
+    print(f"ratio: {separate / batched:.1f}x faster (target >= 5x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+import copy
+
+import pytest
+
+from conftest import minimal_config
+from ncuflow.config import load_study
+from ncuflow.errors import ConfigError
+
+
+def test_defaults_are_filled_in() -> None:
+    study = load_study(minimal_config())
+    assert study.config["mode"] == "auto"
+    assert study.config["timing"] == {"warmup": 3, "repeats": 20, "flush_l2": True}
+    assert "SpeedOfLight_RooflineChart" in study.config["ncu"]["sections"]
+    assert study.config["ncu"]["clock_control"] == "none"
+    assert study.count() == (4, 4)
+
+
+def test_plan_carries_what_the_gpu_stages_need() -> None:
+    study = load_study(minimal_config())
+    plan = study.plan("sq", "naive")
+    assert plan["variant"] == "naive" and plan["family"] == "matmul"
+    assert len(plan["configs"]) == 4 and plan["timing"]["repeats"] == 20
+    assert len(plan["family_fingerprint"]) == 16
+
+
+def _with(config: dict, path: str, value: object) -> dict:
+    config = copy.deepcopy(config)
+    node = config
+    keys = path.split(".")
+    for key in keys[:-1]:
+        node = node[key]
+    node[keys[-1]] = value
+    return config
+
+
+BASE = minimal_config()
+BAD = [
+    ("experiments.sq.family", "mm", "experiments.sq.family: unknown family 'mm'; valid: matmul"),
+    (
+        "experiments.sq.variants",
+        {"naiv": None},
+        "experiments.sq.variants.naiv: unknown variant 'naiv' of family matmul; valid: ",
+    ),
+    (
+        "experiments.sq.variants",
+        {"naive": {"params": {"TILE": [16]}}},
+        "params.TILE: unknown parameter 'TILE' of variant naive; valid: BLOCK_X, BLOCK_Y",
+    ),
+    ("experiments.sq.sizes.M", [64, -5], "sizes.M[1]: -5 is less than the minimum of 1"),
+    ("experiments.sq.sizes.M", [64, 2.5], "sizes.M[1]: 2.5 is a float, not integer"),
+    ("experiments.sq.sizes.M", 0, "sizes.M: 0 is not valid (expected: a positive integer"),
+    ("experiments.sq.sizes.M", True, "sizes.M: True is not valid"),
+    ("experiments.sq.sizes.N", "M - 64", "sizes.N: 'M - 64' gives 0"),
+    (
+        "experiments.sq.variants",
+        {"smem_tiled": {"params": {"TILE": [64, 128]}}},
+        "variants.smem_tiled.params: every one of the 4 combinations fails",
+    ),
+    (
+        "experiments.sq.variants",
+        {"smem_tiled": {"params": {"TILE": "16"}}},
+        "params.TILE: '16' is not valid (expected: an integer or a non-empty list of integers)",
+    ),
+    ("mode", "fast", "mode: 'fast' is not a valid choice; valid: auto, gpu, replay"),
+    ("timing", {"repeats": 0}, "timing.repeats: 0 is less than the minimum of 1"),
+    ("timing", {"repeat": 10}, "timing.repeat: unknown key 'repeat'; valid: warmup, repeats"),
+    ("seed", "abc", "seed: 'abc' is a str, not ['integer', 'null']"),
+    ("experiment", {}, "experiment: unknown key 'experiment'; valid: mode, capture"),
+    ("experiments", {}, "experiments: {} should be non-empty"),
+    ("kernels_dir", "nowhere", "kernels_dir: nowhere is not a folder"),
+    (
+        "experiments.sq.variants",
+        {"naive": {"restrictions": ["__import__('os')"]}},
+        "naive.restrictions[0]: \"__import__('os')\": only these functions may be called",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "message"), BAD, ids=[b[2][:40] for b in BAD])
+def test_bad_config_gets_one_message_with_path_and_choices(
+    path: str, value: object, message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_study(_with(BASE, path, value))
+    assert message in str(info.value)
+    assert str(info.value).startswith("config error at ")

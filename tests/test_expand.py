@@ -1,0 +1,89 @@
+import pytest
+
+from conftest import ROOT
+from ncuflow.errors import ConfigError
+from ncuflow.expand import PENDING, SKIPPED, DeviceLimits, config_id, expand_variant, size_grid
+from ncuflow.spec import load_family
+
+FAMILY = load_family(ROOT / "kernels", "matmul")
+
+
+def test_size_grid_is_the_cross_product_of_free_dimensions() -> None:
+    grid = size_grid({"M": [1, 2], "N": [3, 4], "K": 5}, ("M", "N", "K"), "sizes")
+    assert grid == [
+        {"M": 1, "N": 3, "K": 5},
+        {"M": 1, "N": 4, "K": 5},
+        {"M": 2, "N": 3, "K": 5},
+        {"M": 2, "N": 4, "K": 5},
+    ]
+
+
+def test_tied_dimensions_follow_their_expressions_in_any_order() -> None:
+    grid = size_grid({"M": "N", "N": [8, 16], "K": "2 * M"}, ("M", "N", "K"), "sizes")
+    assert grid == [{"M": 8, "N": 8, "K": 16}, {"M": 16, "N": 16, "K": 32}]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ({"M": 8, "N": "M"}, "missing K"),
+        ({"M": 8, "N": "M", "K": "M", "L": 3}, "unknown L"),
+        ({"M": "N", "N": "K", "K": "M"}, "cycle"),
+        ({"M": 8, "N": "M - 8", "K": "M"}, "gives 0"),
+        ({"M": 8, "N": "M / 3", "K": "M"}, "gives 2.66"),
+        ({"M": 8, "N": "X", "K": "M"}, "names X, which is not a dimension"),
+    ],
+)
+def test_bad_sizes_are_named(sizes: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        size_grid(sizes, ("M", "N", "K"), "experiments.e.sizes")
+
+
+def test_config_id_is_readable_and_stable() -> None:
+    assert config_id({"TILE": 16}, {"M": 2048, "N": 2048, "K": 2048}) == (
+        "TILE=16_M=2048_N=2048_K=2048"
+    )
+    assert config_id({}, {"M": 1, "N": 2, "K": 3}) == "M=1_N=2_K=3"
+
+
+H100 = DeviceLimits()
+
+
+def _expand(variant: str, params: dict, restrictions=(), limits=H100):
+    sizes = [{"M": 1023, "N": 1023, "K": 1023}]
+    return expand_variant(
+        "e", FAMILY, FAMILY.variants[variant], sizes, params, restrictions, limits, "where"
+    )
+
+
+def test_expansion_keeps_failing_combinations_as_skipped_rows_with_reasons() -> None:
+    rows = _expand("smem_tiled", {"TILE": [16, 32, 64]})
+    assert [r["status"] for r in rows] == [PENDING, PENDING, SKIPPED]
+    assert "4096 threads exceeds the device limit of 1024" in rows[2]["error"]
+    assert rows[0]["block"] == (16, 16, 1) and rows[0]["grid"] == (64, 64, 1)
+    assert rows[0]["flops"] == 2 * 1023**3
+    assert rows[0]["min_bytes"] == 3 * 1023 * 1023 * 4
+
+
+def test_restrictions_from_the_experiment_apply_too() -> None:
+    rows = _expand("naive", {"BLOCK_X": [8, 32], "BLOCK_Y": [8]}, ["BLOCK_X >= 16"])
+    assert [r["status"] for r in rows] == [SKIPPED, PENDING]
+    assert rows[0]["error"] == "restriction 'BLOCK_X >= 16' is false (BLOCK_X=8)"
+
+
+def test_shared_memory_limit_without_opt_in() -> None:
+    small = DeviceLimits(max_static_smem_per_block=4096)
+    rows = _expand("smem_tiled", {"TILE": [16, 32]}, limits=small)
+    assert [r["status"] for r in rows] == [PENDING, SKIPPED]
+    assert "static shared memory 8192 B exceeds the 4096 B" in rows[1]["error"]
+
+
+def test_unknown_parameter_names_the_valid_ones() -> None:
+    with pytest.raises(ConfigError, match=r"unknown parameter 'TILES'.*valid: TILE"):
+        _expand("smem_tiled", {"TILES": [16]})
+
+
+def test_library_variants_have_one_configuration_per_size() -> None:
+    rows = _expand("cublas_fp32", {})
+    assert len(rows) == 1 and rows[0]["config_id"] == "M=1023_N=1023_K=1023"
+    assert rows[0]["status"] == PENDING and "block" not in rows[0]

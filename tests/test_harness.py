@@ -1,0 +1,118 @@
+"""The harness's CPU-side logic: statistics, records, and the restart after a crash."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import minimal_config
+from ncuflow import records
+from ncuflow.config import load_study
+from ncuflow.errors import NcuflowError
+from ncuflow.harness import LAUNCH_ERROR, measure_stage, timing_stats
+
+
+def test_timing_stats() -> None:
+    stats = timing_stats([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert stats["time_ms"] == 3.0
+    assert stats["time_ms_iqr"] == 2.0
+    assert stats["time_cv"] == pytest.approx(43.6176 / 22, rel=1e-4)
+
+
+def test_records_survive_a_line_cut_short(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    records.append(path, {"event": "start", "config_id": "a"})
+    records.append(path, {"event": "done", "config_id": "a", "record": {"status": "ok"}})
+    records.append(path, {"event": "start", "config_id": "b"})
+    with open(path, "a") as handle:
+        handle.write('{"event": "done", "config_id": "b", "rec')
+    done, unfinished = records.read(path)
+    assert done == {"a": {"status": "ok"}} and unfinished == ["b"]
+
+
+# A stand-in for the GPU worker: records each configuration, and dies (as a kernel fault
+# would take the process down) on the one named in CRASH_ON, once.
+FAKE_WORKER = """
+import json, os, sys
+sys.path.insert(0, {workflow!r})
+from ncuflow import records
+plan_path, path = sys.argv[1], sys.argv[2]
+plan = json.load(open(plan_path))
+done, _ = records.read(__import__("pathlib").Path(path))
+for row in plan["configs"]:
+    cid = row["config_id"]
+    if cid in done:
+        continue
+    records.append(__import__("pathlib").Path(path), {{"event": "start", "config_id": cid}})
+    if cid == os.environ.get("CRASH_ON"):
+        os.abort()
+    record = {{"status": "ok", "error": "", "time_ms": 1.0, "rel_error": 0.0,
+               "fingerprint": records.fingerprint(plan, row)}}
+    records.append(__import__("pathlib").Path(path),
+                   {{"event": "done", "config_id": cid, "record": record}})
+"""
+
+
+@pytest.fixture
+def fake_worker(tmp_path: Path) -> list[str]:
+    script = tmp_path / "worker.py"
+    script.write_text(FAKE_WORKER.format(workflow=str(Path(__file__).parents[1] / "workflow")))
+    return [sys.executable, str(script)]
+
+
+def _plan(tmp_path: Path) -> Path:
+    plan = tmp_path / "plan.json"
+    plan.write_text(load_study(minimal_config()).plan_json("sq", "naive"))
+    return plan
+
+
+def test_a_crash_costs_one_configuration_and_the_sweep_goes_on(
+    tmp_path: Path, fake_worker: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = _plan(tmp_path)
+    ids = [c["config_id"] for c in json.loads(plan.read_text())["configs"]]
+    monkeypatch.setenv("CRASH_ON", ids[1])
+    out = tmp_path / "measure.json"
+    measure_stage(plan, out, lambda line: None, worker=fake_worker)
+    result = json.loads(out.read_text())
+    assert list(result) == ids
+    assert [r["status"] for r in result.values()] == ["ok", LAUNCH_ERROR, "ok", "ok"]
+    assert "the worker died" in result[ids[1]]["error"]
+    assert not (tmp_path / "measure.json.partial.jsonl").exists()
+
+
+def test_an_interrupted_run_resumes_from_its_records(
+    tmp_path: Path, fake_worker: list[str]
+) -> None:
+    plan = _plan(tmp_path)
+    plan_data = json.loads(plan.read_text())
+    first = plan_data["configs"][0]
+    partial = tmp_path / "measure.json.partial.jsonl"
+    earlier = {
+        "status": "ok",
+        "time_ms": 42.0,
+        "fingerprint": records.fingerprint(plan_data, first),
+    }
+    records.append(partial, {"event": "done", "config_id": first["config_id"], "record": earlier})
+    logged: list[str] = []
+    measure_stage(plan, tmp_path / "measure.json", logged.append, worker=fake_worker)
+    result = json.loads((tmp_path / "measure.json").read_text())
+    assert result[first["config_id"]]["time_ms"] == 42.0  # kept, not measured again
+    assert logged[0] == "resuming: 1 of 4 configurations measured by an earlier run"
+
+
+def test_stale_records_are_measured_again(tmp_path: Path, fake_worker: list[str]) -> None:
+    plan = _plan(tmp_path)
+    first = json.loads(plan.read_text())["configs"][0]["config_id"]
+    partial = tmp_path / "measure.json.partial.jsonl"
+    stale = {"status": "ok", "time_ms": 42.0, "fingerprint": "from-other-sources"}
+    records.append(partial, {"event": "done", "config_id": first, "record": stale})
+    measure_stage(plan, tmp_path / "measure.json", lambda line: None, worker=fake_worker)
+    assert json.loads((tmp_path / "measure.json").read_text())[first]["time_ms"] == 1.0
+
+
+def test_a_worker_that_cannot_start_is_one_clear_error(tmp_path: Path) -> None:
+    broken = [sys.executable, "-c", "import sys; sys.exit('CuPy is not installed')"]
+    with pytest.raises(NcuflowError, match="failed before any kernel ran:\nCuPy is not installed"):
+        measure_stage(_plan(tmp_path), tmp_path / "m.json", lambda line: None, worker=broken)

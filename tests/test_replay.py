@@ -1,0 +1,56 @@
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import CAPTURE, ROOT
+from ncuflow.errors import NcuflowError
+from ncuflow.ncu_csv import read_long
+from ncuflow.replay import capture_dir, replay_measure, replay_profile, save_capture
+
+
+def _plan(sizes: list[int], variant: str = "naive") -> dict:
+    measured = json.loads((CAPTURE / "matmul_square" / variant / "measure.json").read_text())
+    prefix = next(iter(measured)).rsplit("_M=", 1)[0]
+    configs = [{"config_id": f"{prefix}_M={s}_N={s}_K={s}", "status": "pending"} for s in sizes]
+    return {"experiment": "matmul_square", "variant": variant, "configs": configs}
+
+
+def test_replay_copies_exactly_the_planned_records(tmp_path: Path) -> None:
+    plan = _plan([2048, 1024])
+    out = tmp_path / "measure.json"
+    replay_measure(plan, CAPTURE, out, lambda line: None)
+    records = json.loads(out.read_text())
+    assert list(records) == [c["config_id"] for c in plan["configs"]]
+    assert all(r["status"] == "ok" and r["time_ms"] > 0 for r in records.values())
+    csv_out = tmp_path / "ncu_raw.csv"
+    replay_profile(plan, out, CAPTURE, csv_out, lambda line: None)
+    assert sorted(read_long(csv_out)["config_id"].unique()) == sorted(records)
+
+
+def test_a_configuration_missing_from_the_capture_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(NcuflowError, match=r"no timing record of configuration\(s\) .*M=512_N=512"):
+        replay_measure(_plan([1024, 512]), CAPTURE, tmp_path / "m.json", lambda line: None)
+
+
+def test_missing_ncu_rows_are_an_error_too(tmp_path: Path) -> None:
+    plan = _plan([1024])
+    measure = tmp_path / "measure.json"
+    replay_measure(plan, CAPTURE, measure, lambda line: None)
+    empty = tmp_path / "capture"
+    shutil.copytree(CAPTURE, empty)
+    (empty / "matmul_square" / "naive" / "ncu_raw.csv").write_text("")
+    with pytest.raises(NcuflowError, match="no ncu profile of configuration"):
+        replay_profile(plan, measure, empty, tmp_path / "x.csv", lambda line: None)
+
+
+def test_unknown_capture_lists_the_ones_there() -> None:
+    with pytest.raises(NcuflowError, match="captures here: h100-sxm"):
+        capture_dir(ROOT, "a100")
+
+
+def test_a_replay_is_never_saved_as_a_capture(tmp_path: Path) -> None:
+    (tmp_path / "device.json").write_text(json.dumps({"replayed_from": "h100-sxm"}))
+    with pytest.raises(NcuflowError, match="holds a replay"):
+        save_capture(tmp_path, tmp_path, "x", [], "cmd")

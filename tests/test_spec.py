@@ -1,0 +1,62 @@
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from ncuflow.spec import SpecError, load_family
+
+
+@pytest.fixture
+def family_copy(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "kernels" / "matmul", tmp_path / "matmul")
+    load_family.cache_clear()
+    return tmp_path
+
+
+def test_matmul_family_declares_its_variants() -> None:
+    family = load_family(ROOT / "kernels", "matmul")
+    assert family.dims == ("M", "N", "K")
+    assert {"naive", "smem_tiled", "cublas_fp32"} <= set(family.variants)
+    naive = family.variants["naive"]
+    assert naive.is_cuda and naive.kernel == "matmul_naive"
+    assert naive.params == {"BLOCK_X": 16, "BLOCK_Y": 16}
+    assert family.variants["cublas_fp32"].baseline
+    assert not family.variants["cublas_fp32"].is_cuda
+    assert family.flops({"M": 2, "N": 3, "K": 4}) == 48
+
+
+def test_reference_is_the_matrix_product() -> None:
+    family = load_family(ROOT / "kernels", "matmul")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((3, 4))
+    np.testing.assert_allclose(family.function("reference")(A=a, B=b)["C"], a @ b)
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "message"),
+    [
+        ("smem_tiled.cu", "#define TILE 16", "#define TILE 8", "differs from the declared default"),
+        ("smem_tiled.cu", "#ifndef TILE\n", "", "needs '#ifndef TILE'"),
+        ("smem_tiled.cu", "TILE >= 1", "TILEE >= 1", r"unknown name\(s\) TILEE"),
+        ("smem_tiled.cu", "kernel: matmul_smem_tiled", "kernel: nope", "'nope' is not defined"),
+        ("smem_tiled.cu", "block: TILE, TILE", "block: TILE, TILE, 1, 1", "1 to 3 expressions"),
+        ("smem_tiled.cu", "static_smem:", "shared_bytes:", "unknown key"),
+        ("naive.cu", "/*---", "/*", "no declaration"),
+        ("family.yaml", "float32: 1.0e-4", "float64: 1.0e-4", "no entry for dtype float32"),
+        ("cublas_fp32.yaml", "library: cublas_matmul", "lib: x", "unknown key"),
+    ],
+)
+def test_bad_declarations_are_named(
+    family_copy: Path, file: str, old: str, new: str, message: str
+) -> None:
+    _edit(family_copy / "matmul" / file, old, new)
+    with pytest.raises(SpecError, match=message):
+        load_family(family_copy, "matmul")

@@ -1,0 +1,125 @@
+"""The whole workflow through Snakemake in a temporary copy, replaying the H100 capture."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import ROOT
+from ncuflow.device import cuda_device
+
+REQUIRED = [
+    "experiment", "family", "variant", "config_id", "dtype", "M", "N", "K", "BLOCK_X",
+    "BLOCK_Y", "TILE", "status", "error", "rel_error", "time_ms", "time_ms_iqr", "time_cv",
+    "repeats", "flops", "gflops", "ncu_time_ms", "flops_counted", "dram_bytes", "ai_dram",
+    "sm_throughput_pct", "memory_throughput_pct", "achieved_occupancy_pct",
+    "theoretical_occupancy_pct", "registers_per_thread", "shared_mem_per_block", "bound",
+]  # fmt: skip
+
+
+def snakemake(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _write_config(folder: Path, experiments: dict, **top: object) -> None:
+    (folder / "config.yaml").write_text(yaml.safe_dump({**top, "experiments": experiments}))
+
+
+def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
+    proc = snakemake(workflow_copy, "--cores", "2", "--config", "mode=replay")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    announced = [line for line in proc.stderr.splitlines() if line.startswith("ncuflow: mode")]
+    assert len(announced) == 1
+    assert "replaying capture h100-sxm (NVIDIA H100 80GB HBM3, 2026-11-22)" in announced[0]
+    results = workflow_copy / "results" / "matmul_square"
+    table = pd.read_parquet(results / "table.parquet")
+    assert table.columns[: len(REQUIRED) - 3].tolist() == REQUIRED[: len(REQUIRED) - 3]
+    assert set(REQUIRED) <= set(table.columns)
+    assert len(table) == 28 and (table["status"] == "ok").all()
+    assert (table["rel_error"] < 1e-4).all()
+    assert table["config_id"].is_unique
+    cublas = table[(table["variant"] == "cublas_fp32") & (table["M"] == 4096)].iloc[0]
+    assert cublas["gflops"] == pytest.approx(2 * 4096**3 / cublas["time_ms"] / 1e6)
+    assert 40_000 < cublas["gflops"] < 67_000  # H100 SXM FP32: below its 67 TFLOP/s peak
+    assert set(table["bound"]) <= {"memory", "compute"}
+    assert (pd.read_csv(results / "table.csv")["config_id"] == table["config_id"]).all()
+    for figure in ("roofline", "gflops_vs_size"):
+        png = (results / f"{figure}.png").read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 20_000
+        svg = (results / f"{figure}.svg").read_text()
+        assert "replayed from capture h100-sxm, 2026-11-22" in svg
+    for variant in ("naive", "smem_tiled", "cublas_fp32"):
+        long = pd.read_parquet(results / variant / "ncu_long.parquet")
+        assert set(long["config_id"]) == set(table.loc[table["variant"] == variant, "config_id"])
+    assert "replayed_from" in (workflow_copy / "results" / "device.json").read_text()
+    again = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_configuration_missing_from_the_capture_is_an_error_naming_it(workflow_copy: Path) -> None:
+    _write_config(
+        workflow_copy,
+        {"matmul_square": {"family": "matmul", "sizes": {"M": [1024, 512], "N": "M", "K": "M"},
+                           "variants": {"naive": {"params": {"BLOCK_X": [16], "BLOCK_Y": [8]}}}}},
+        mode="replay",
+    )  # fmt: skip
+    proc = snakemake(workflow_copy, "--cores", "1")
+    assert proc.returncode != 0
+    assert "has no timing record of configuration(s) BLOCK_X=16_BLOCK_Y=8_M=512_N=512_K=512" in (
+        proc.stderr
+    )
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("experiments", "config", "message"),
+    [
+        ({"e": {"family": "mm", "sizes": {"M": 8}, "variants": {"naive": None}}}, [],
+         "ncuflow: config error at experiments.e.family: unknown family 'mm'; valid: matmul"),
+        ({"e": {"family": "matmul", "sizes": {"M": [8, -1], "N": "M", "K": "M"},
+                "variants": {"naive": None}}}, [],
+         "ncuflow: config error at experiments.e.sizes.M[1]: -1 is less than the minimum of 1"),
+        ({"e": {"family": "matmul", "sizes": {"M": 8, "N": "M", "K": "M"},
+                "variants": {"smem_tiled": {"params": {"TILE": [64]}}}}}, [],
+         "variants.smem_tiled.params: every one of the 1 combinations fails: block 64×64×1"),
+        ({"e": {"family": "matmul", "sizes": {"M": 8, "N": "M", "K": "M"},
+                "variants": {"naive": None}}}, ["--config", "mode=replay", "capture=a100"],
+         "ncuflow: replay needs capture 'a100'"),
+    ],
+)  # fmt: skip
+def test_bad_input_gets_one_message_and_no_traceback(
+    workflow_copy: Path, experiments: dict, config: list[str], message: str
+) -> None:
+    _write_config(workflow_copy, experiments)
+    proc = snakemake(workflow_copy, "--cores", "1", "-n", *config)
+    assert proc.returncode == 1
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(cuda_device()[0] is not None, reason="this machine has a CUDA device")
+def test_mode_gpu_without_a_device_says_so(workflow_copy: Path) -> None:
+    proc = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=gpu")
+    assert proc.returncode == 1
+    assert "ncuflow: mode is gpu but" in proc.stderr and "mode: replay" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_dry_run_of_2000_configurations(workflow_copy: Path) -> None:
+    # timed by benchmarks/dry_run.py; here only that it plans every configuration
+    _write_config(
+        workflow_copy,
+        yaml.safe_load((ROOT / "benchmarks" / "dry_run.yaml").read_text())["experiments"],
+    )
+    proc = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "2000 configurations" in proc.stderr

@@ -1,0 +1,178 @@
+"""``python -m ncuflow <stage>``: each Snakemake rule runs one of these commands.
+
+Errors a user can fix are printed as one line (no traceback) and exit with status 1;
+the details of each stage go to its log file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .errors import NcuflowError
+
+
+def _logger(path: Path | None) -> Callable[[str], None]:
+    if path is None:
+        return lambda line: print(line)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a")  # noqa: SIM115 - kept open for the life of the stage
+
+    def log(line: str) -> None:
+        handle.write(line.rstrip("\n") + "\n")
+        handle.flush()
+
+    return log
+
+
+def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    if args.mode == "replay":
+        from .replay import replay_measure
+
+        replay_measure(json.loads(args.plan.read_text()), args.capture, args.out, log)
+    else:
+        from .harness import measure_stage
+
+        measure_stage(args.plan, args.out, log)
+
+
+def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    if args.mode == "replay":
+        from .replay import replay_profile
+
+        replay_profile(json.loads(args.plan.read_text()), args.measure, args.capture, args.csv, log)
+    else:
+        from .profile import profile_stage
+
+        profile_stage(
+            args.plan,
+            args.measure,
+            args.csv,
+            args.report,
+            args.ncu,
+            args.sections,
+            args.clock_control,
+            args.metrics,
+            log,
+        )
+
+
+def _parse(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    from .ncu_csv import config_metrics, read_long
+
+    long = read_long(args.csv)
+    long.to_parquet(args.long, index=False)
+    metrics = config_metrics(long)
+    metrics.to_parquet(args.metrics, index=False)
+    log(f"{len(long)} metric values of {long['config_id'].nunique()} configurations")
+
+
+def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    from .collect import collect
+
+    jobs = [tuple(map(Path, job)) for job in args.job]
+    table = collect(args.experiment, jobs, args.out)  # type: ignore[arg-type]
+    log(table["status"].value_counts().to_string())
+
+
+def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    import pandas as pd
+
+    from .plots import gflops_vs_size, roofline
+
+    table = pd.read_parquet(args.table)
+    device = json.loads(args.device.read_text())
+    for path in roofline(table, device, args.out_dir / "roofline"):
+        log(f"wrote {path}")
+    for path in gflops_vs_size(table, args.size_axis, device, args.out_dir / "gflops_vs_size"):
+        log(f"wrote {path}")
+
+
+def _device(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    if args.mode == "replay":
+        from .replay import replay_device
+
+        replay_device(args.capture, args.out)
+    else:
+        from .device import gpu_facts, write
+
+        write(args.out, gpu_facts(args.ncu))
+    log(args.out.read_text())
+
+
+def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    import yaml
+
+    from .config import load_study
+    from .replay import save_capture
+
+    config = yaml.safe_load(args.configfile.read_text())
+    study = load_study(config, Path("."))
+    command = f"snakemake --cores 1 --configfile {args.configfile} --config mode=gpu"
+    folder = save_capture(args.results, Path("."), args.name, study.jobs(), command)
+    log(f"saved capture {args.name} in {folder}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ncuflow")
+    sub = parser.add_subparsers(dest="stage", required=True)
+
+    def stage(name: str, run: Callable, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.set_defaults(run=run)
+        p.add_argument("--log", type=Path, help="append the stage's details here")
+        return p
+
+    def mode_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--mode", choices=["gpu", "replay"], required=True)
+        p.add_argument("--capture", type=Path, help="capture folder (replay)")
+        p.add_argument("--ncu", default="ncu", help="ncu executable (gpu)")
+
+    p = stage("measure", _measure, "compile, check and time every configuration of a plan")
+    p.add_argument("--plan", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    mode_args(p)
+    p = stage("profile", _profile, "profile a plan's configurations in one ncu process")
+    p.add_argument("--plan", type=Path, required=True)
+    p.add_argument("--measure", type=Path, required=True)
+    p.add_argument("--csv", type=Path, required=True)
+    p.add_argument("--report", type=Path, help=".ncu-rep to write (gpu)")
+    p.add_argument("--sections", nargs="*", default=[])
+    p.add_argument("--clock-control", default="none")
+    p.add_argument("--metrics", nargs="*", default=[])
+    mode_args(p)
+    p = stage("parse", _parse, "parse an ncu raw CSV into long and per-configuration tables")
+    p.add_argument("--csv", type=Path, required=True)
+    p.add_argument("--long", type=Path, required=True)
+    p.add_argument("--metrics", type=Path, required=True)
+    p = stage("collect", _collect, "one table of an experiment's configurations")
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--job", nargs=3, action="append", required=True,
+                   metavar=("PLAN", "MEASURE", "METRICS"))  # fmt: skip
+    p.add_argument("--out", type=Path, required=True)
+    p = stage("plot", _plot, "the experiment's figures (PNG and SVG)")
+    p.add_argument("--table", type=Path, required=True)
+    p.add_argument("--device", type=Path, required=True)
+    p.add_argument("--size-axis", required=True)
+    p.add_argument("--out-dir", type=Path, required=True)
+    p = stage("device", _device, "write device.json")
+    p.add_argument("--out", type=Path, required=True)
+    mode_args(p)
+    p = stage("capture", _capture, "save a GPU run's records as a replay capture")
+    p.add_argument("name", help="folder name under resources/captures/")
+    p.add_argument("--configfile", type=Path, default=Path("config.yaml"))
+    p.add_argument("--results", type=Path, default=Path("results"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        args.run(args, _logger(args.log))
+    except NcuflowError as exc:
+        print(f"ncuflow: {exc}", file=sys.stderr)
+        return 1
+    return 0

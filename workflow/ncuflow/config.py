@@ -1,0 +1,188 @@
+"""The study: config.yaml validated (schema, then meaning) and expanded into plans.
+
+Everything here runs before any GPU work, so that a wrong config costs nothing but one
+clear message naming the offending key and the valid choices.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, NcuflowError
+from .expand import PENDING, DeviceLimits, expand_variant, size_grid
+from .spec import Family, available_families, load_family
+
+SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+
+
+def _path(parts: Sequence[Any]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".") or "(top level)"
+
+
+def _deepest(err: Any) -> Any:
+    """Inside anyOf, the branch error that reaches deepest into the value (the list element
+    that is wrong rather than the whole list)."""
+    while err.validator in {"anyOf", "oneOf"} and err.context:
+        deeper = max(err.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
+        if len(deeper.absolute_path) <= len(err.absolute_path):
+            break
+        err = deeper
+    return err
+
+
+def _schema_error(err: Any) -> ConfigError:
+    """One line from a jsonschema ValidationError: where, what, and what is expected."""
+    err = _deepest(err)
+    path = list(err.absolute_path)
+    if err.validator in {"anyOf", "oneOf"}:
+        message = f"{err.instance!r} is not valid"
+    elif err.validator == "enum":
+        choices = ", ".join(map(str, err.validator_value))
+        message = f"{err.instance!r} is not a valid choice; valid: {choices}"
+    elif err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = list(err.schema.get("properties", {}))
+        extra = next(k for k in err.instance if k not in allowed)
+        path.append(extra)
+        message = f"unknown key {extra!r}; valid: {', '.join(allowed)}"
+    elif err.validator == "type":
+        kind = type(err.instance).__name__
+        message = f"{err.instance!r} is a {kind}, not {err.validator_value}"
+    else:
+        message = err.message
+    description, node = None, err
+    while node is not None and description is None:
+        description = node.schema.get("description") if isinstance(node.schema, dict) else None
+        node = node.parent
+    if description and err.validator not in {"additionalProperties", "enum"}:
+        message += f" (expected: {description})"
+    return ConfigError(_path(path), message)
+
+
+def validate_schema(config: dict[str, Any]) -> dict[str, Any]:
+    """Check the config against workflow/schemas and fill in its defaults, in place."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    try:
+        validate(config, str(SCHEMA))
+    except WorkflowError as exc:
+        cause = exc.__context__
+        if cause is None or not hasattr(cause, "absolute_path"):
+            raise ConfigError("(top level)", str(exc)) from None
+        raise _schema_error(cause) from None
+    return config
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    family: Family
+    configs: dict[str, list[dict[str, Any]]]  # variant -> its configurations
+
+    @property
+    def variants(self) -> list[str]:
+        return list(self.configs)
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated config with every experiment expanded."""
+
+    config: dict[str, Any]
+    kernels_dir: Path
+    experiments: dict[str, Experiment]
+
+    def jobs(self) -> Iterator[tuple[str, str]]:
+        for name, experiment in self.experiments.items():
+            for variant in experiment.variants:
+                yield name, variant
+
+    def plan(self, experiment: str, variant: str) -> dict[str, Any]:
+        """What the GPU stages need for one (experiment, variant): written as plan.json."""
+        exp = self.experiments[experiment]
+        return {
+            "experiment": experiment,
+            "family": exp.family.name,
+            "variant": variant,
+            "kernels_dir": str(self.kernels_dir),
+            "family_fingerprint": exp.family.fingerprint(),
+            "seed": self.config["seed"],
+            "timing": self.config["timing"],
+            "configs": exp.configs[variant],
+        }
+
+    def plan_json(self, experiment: str, variant: str) -> str:
+        return json.dumps(self.plan(experiment, variant), indent=1, sort_keys=True)
+
+    def count(self) -> tuple[int, int]:
+        """(configurations, of which pending)."""
+        rows = [r for e in self.experiments.values() for rs in e.configs.values() for r in rs]
+        return len(rows), sum(r["status"] == PENDING for r in rows)
+
+
+def _experiment(
+    name: str, data: Mapping[str, Any], kernels_dir: Path, limits: DeviceLimits
+) -> Experiment:
+    where = f"experiments.{name}"
+    families = available_families(kernels_dir)
+    if data["family"] not in families:
+        raise ConfigError(
+            f"{where}.family",
+            f"unknown family {data['family']!r}; valid: {', '.join(families) or 'none'} "
+            f"(folders of {kernels_dir} holding family.yaml)",
+        )
+    try:
+        family = load_family(kernels_dir, data["family"])
+    except NcuflowError as exc:
+        raise ConfigError(f"{where}.family", str(exc)) from None
+    sizes = size_grid(data["sizes"], family.dims, f"{where}.sizes")
+    configs: dict[str, list[dict[str, Any]]] = {}
+    for vname, vdata in data["variants"].items():
+        if vname not in family.variants:
+            raise ConfigError(
+                f"{where}.variants.{vname}",
+                f"unknown variant {vname!r} of family {family.name}; valid: "
+                f"{', '.join(family.variants)}",
+            )
+        vdata = vdata or {}
+        rows = expand_variant(
+            name,
+            family,
+            family.variants[vname],
+            sizes,
+            vdata.get("params") or {},
+            vdata.get("restrictions") or [],
+            limits,
+            f"{where}.variants.{vname}",
+        )
+        if not any(r["status"] == PENDING for r in rows):
+            reasons = sorted({r["error"] for r in rows})
+            shown = "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
+            raise ConfigError(
+                f"{where}.variants.{vname}.params",
+                f"every one of the {len(rows)} combinations fails: {shown}. "
+                f"Change the grid so that at least one combination is valid",
+            )
+        configs[vname] = rows
+    return Experiment(name=name, family=family, configs=configs)
+
+
+def load_study(config: dict[str, Any], root: Path | str = ".") -> Study:
+    """Validate the config (filling its defaults) and expand every experiment."""
+    validate_schema(config)
+    kernels_dir = Path(config["kernels_dir"])
+    if not (Path(root) / kernels_dir).is_dir():
+        raise ConfigError("kernels_dir", f"{kernels_dir} is not a folder")
+    limits = DeviceLimits.from_config(config["device_limits"])
+    experiments = {
+        name: _experiment(name, data, Path(root) / kernels_dir, limits)
+        for name, data in config["experiments"].items()
+    }
+    return Study(config=config, kernels_dir=kernels_dir, experiments=experiments)

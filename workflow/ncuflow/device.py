@@ -1,0 +1,108 @@
+"""The device: which mode to run in, and the facts of the GPU for titles and provenance."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import NcuflowError
+from .profile import find_ncu
+
+
+def cuda_device() -> tuple[str | None, str]:
+    """(name of device 0, or None; why not)."""
+    try:
+        import cupy
+    except ImportError:
+        return None, "CuPy is not installed (pip install -e '.[gpu]' on a GPU machine)"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError without a driver, or a broken install
+        return None, f"CUDA reports no usable device ({exc})"
+    if count == 0:
+        return None, "CUDA reports no device"
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+    return (name.decode() if isinstance(name, bytes) else str(name)), ""
+
+
+def resolve_mode(requested: str, ncu_path: str) -> tuple[str, str]:
+    """(gpu or replay, the reason), or an error for mode gpu on a machine that cannot."""
+    if requested == "replay":
+        return "replay", "mode: replay"
+    name, why = cuda_device()
+    ncu = shutil.which(ncu_path)
+    if requested == "gpu":
+        if name is None:
+            raise NcuflowError(
+                f"mode is gpu but {why}. Run on a machine with an NVIDIA GPU, or set "
+                "mode: replay (or auto) to replay the committed capture"
+            )
+        find_ncu(ncu_path)  # raises with the fix when ncu is missing
+        return "gpu", f"{name}, ncu at {ncu}"
+    if name is None:
+        return "replay", why
+    if ncu is None:
+        return "replay", f"{name} found, but ncu ({ncu_path!r}) is not on PATH"
+    return "gpu", f"{name}, ncu at {ncu}"
+
+
+def _ncu_version(ncu: str) -> str:
+    proc = subprocess.run([ncu, "--version"], capture_output=True, text=True)
+    return proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 else "unknown"
+
+
+def _driver_version() -> str:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return "unknown"
+    proc = subprocess.run(
+        [smi, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True
+    )
+    return (
+        proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout else "unknown"
+    )
+
+
+def gpu_facts(ncu_path: str) -> dict[str, Any]:
+    """What the figures' titles and a capture's provenance need, read off device 0."""
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    name = props["name"]
+    return {
+        "name": name.decode() if isinstance(name, bytes) else str(name),
+        "compute_capability": f"{props['major']}.{props['minor']}",
+        "sm_count": props["multiProcessorCount"],
+        "sm_clock_max_mhz": props["clockRate"] / 1000,
+        "memory_clock_max_mhz": props["memoryClockRate"] / 1000,
+        "memory_bus_width_bits": props["memoryBusWidth"],
+        "memory_bytes": props["totalGlobalMem"],
+        "l2_bytes": props["l2CacheSize"],
+        "shared_mem_per_block_optin_bytes": props["sharedMemPerBlockOptin"],
+        "driver": _driver_version(),
+        "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+        "ncu": _ncu_version(find_ncu(ncu_path)),
+        "cupy": cupy.__version__,
+        "ncuflow": __version__,
+        "host": platform.node(),
+        "date": dt.date.today().isoformat(),
+    }
+
+
+def footer(device: dict[str, Any]) -> str:
+    """Where the numbers in a figure come from, in one line."""
+    name = device.get("name", "unknown GPU")
+    replay = device.get("replayed_from")
+    if replay:
+        return f"replayed from capture {replay}, {device.get('date', '?')} ({name})"
+    return f"measured on {name}, {device.get('date', '?')}, ncuflow {device.get('ncuflow', '?')}"
+
+
+def write(path: Path, facts: dict[str, Any]) -> None:
+    path.write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")

@@ -1,0 +1,223 @@
+"""Expansion: an experiment's size grid × each variant's parameter grid → configurations.
+
+Every combination becomes a row with a stable ``config_id``. Combinations that fail a
+restriction or a device limit stay in the plan with ``status="skipped"`` and the reason,
+so that the final table shows what was not run and why.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError
+from .expr import Expr, ExprError
+from .spec import DTYPE_BYTES, Family, Variant
+
+PENDING = "pending"
+SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """Launch limits checked before any GPU work (defaults: H100, compute capability 9.0)."""
+
+    max_threads_per_block: int = 1024
+    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)
+    max_grid_dims: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    max_static_smem_per_block: int = 48 * 1024
+    max_smem_per_block_optin: int = 227 * 1024
+
+    @classmethod
+    def from_config(cls, data: Mapping[str, Any]) -> DeviceLimits:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def _as_list(value: int | Sequence[int]) -> list[int]:
+    return [value] if isinstance(value, int) else list(value)
+
+
+def size_grid(sizes: Mapping[str, Any], dims: Sequence[str], where: str) -> list[dict[str, int]]:
+    """Cross product of the listed sizes; a string is an expression over other dimensions
+    (``N: M`` ties N to M, ``K: 2 * M`` makes K twice M)."""
+    missing = [d for d in dims if d not in sizes]
+    unknown = [d for d in sizes if d not in dims]
+    if missing or unknown:
+        detail = "; ".join(
+            part
+            for part in (
+                missing and f"missing {', '.join(missing)}",
+                unknown and f"unknown {', '.join(unknown)}",
+            )
+            if part
+        )
+        raise ConfigError(where, f"{detail}; the family's dimensions are {', '.join(dims)}")
+    tied: dict[str, Expr] = {}
+    for dim in dims:
+        if isinstance(sizes[dim], str):
+            try:
+                tied[dim] = Expr(sizes[dim])
+            except ExprError as exc:
+                raise ConfigError(f"{where}.{dim}", str(exc)) from None
+            bad = tied[dim].names - set(dims)
+            if bad:
+                raise ConfigError(
+                    f"{where}.{dim}",
+                    f"{sizes[dim]!r} names {', '.join(sorted(bad))}, which is not a dimension; "
+                    f"expected an integer, a list of integers, or an expression over "
+                    f"{', '.join(d for d in dims if d != dim)}",
+                )
+    free = [d for d in dims if d not in tied]
+    order: list[str] = []  # tied dimensions in an order where each needs only earlier ones
+    while len(order) < len(tied):
+        ready = [d for d in tied if d not in order and tied[d].names <= set(free) | set(order)]
+        if not ready:
+            cycle = ", ".join(d for d in tied if d not in order)
+            raise ConfigError(where, f"the tied dimensions {cycle} refer to each other in a cycle")
+        order.extend(ready)
+    grid = []
+    for combo in itertools.product(*(_as_list(sizes[d]) for d in free)):
+        env = dict(zip(free, combo, strict=True))
+        for dim in order:
+            value = tied[dim](env)
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(
+                    f"{where}.{dim}",
+                    f"{sizes[dim]!r} gives {value!r} for {env}; sizes must be positive integers",
+                )
+            env[dim] = value
+        grid.append({d: env[d] for d in dims})
+    return grid
+
+
+def config_id(params: Mapping[str, int], dims: Mapping[str, int]) -> str:
+    """Readable and stable: tunables in declared order, then dimensions in family order."""
+    return "_".join(f"{k}={v}" for k, v in (*params.items(), *dims.items()))
+
+
+def _geometry(exprs: Sequence[Expr], env: Mapping[str, int]) -> tuple[int, int, int]:
+    values = [int(e(env)) for e in exprs]
+    return (*values, *[1] * (3 - len(values)))  # type: ignore[return-value]
+
+
+def _check_limits(
+    variant: Variant, env: Mapping[str, int], limits: DeviceLimits
+) -> tuple[str, dict[str, Any]]:
+    """The reason a configuration cannot launch ('' when it can), and its launch geometry."""
+    if not variant.is_cuda:
+        return "", {}
+    block, grid = _geometry(variant.block, env), _geometry(variant.grid, env)
+    static_smem, dynamic_smem = int(variant.static_smem(env)), int(variant.dynamic_smem(env))
+    launch = {"block": block, "grid": grid, "dynamic_smem": dynamic_smem}
+    threads = math.prod(block)
+    if min(block) < 1 or min(grid) < 1:
+        return f"block {block} and grid {grid} must be positive in every dimension", launch
+    if threads > limits.max_threads_per_block:
+        return (
+            f"block {'×'.join(map(str, block))} = {threads} threads exceeds the device limit "
+            f"of {limits.max_threads_per_block} threads per block",
+            launch,
+        )
+    for axis, size, most in zip("xyz", block, limits.max_block_dims, strict=True):
+        if size > most:
+            return f"block.{axis} = {size} exceeds the device limit of {most}", launch
+    for axis, size, most in zip("xyz", grid, limits.max_grid_dims, strict=True):
+        if size > most:
+            return f"grid.{axis} = {size} exceeds the device limit of {most}", launch
+    if static_smem > limits.max_static_smem_per_block:
+        return (
+            f"static shared memory {static_smem} B exceeds the "
+            f"{limits.max_static_smem_per_block} B a block may declare statically",
+            launch,
+        )
+    total = static_smem + dynamic_smem
+    if total > limits.max_static_smem_per_block and not variant.smem_optin:
+        return (
+            f"shared memory {total} B exceeds {limits.max_static_smem_per_block} B and the "
+            "variant does not opt in (smem_optin: true)",
+            launch,
+        )
+    if total > limits.max_smem_per_block_optin:
+        return (
+            f"shared memory {total} B exceeds the opt-in limit of "
+            f"{limits.max_smem_per_block_optin} B per block",
+            launch,
+        )
+    return "", launch
+
+
+def _param_grid(variant: Variant, grid: Mapping[str, Any], where: str) -> Iterator[dict[str, int]]:
+    unknown = [p for p in grid if p not in variant.params]
+    if unknown:
+        valid = ", ".join(variant.params) or "none (this variant has no tunables)"
+        raise ConfigError(
+            f"{where}.{unknown[0]}",
+            f"unknown parameter {unknown[0]!r} of variant {variant.name}; valid: {valid}",
+        )
+    values = [_as_list(grid.get(p, default)) for p, default in variant.params.items()]
+    for combo in itertools.product(*values):
+        yield dict(zip(variant.params, combo, strict=True))
+
+
+def expand_variant(
+    experiment: str,
+    family: Family,
+    variant: Variant,
+    sizes: list[dict[str, int]],
+    params_grid: Mapping[str, Any],
+    extra_restrictions: Sequence[str],
+    limits: DeviceLimits,
+    where: str,
+) -> list[dict[str, Any]]:
+    """All configurations of one variant in one experiment, in grid order."""
+    restrictions = list(variant.restrictions)
+    known = set(family.dims) | set(variant.params) | {"in_bytes", "out_bytes"}
+    for i, text in enumerate(extra_restrictions):
+        try:
+            expr = Expr(text)
+        except ExprError as exc:
+            raise ConfigError(f"{where}.restrictions[{i}]", str(exc)) from None
+        if expr.names - known:
+            raise ConfigError(
+                f"{where}.restrictions[{i}]",
+                f"{text!r} uses unknown name(s) {', '.join(sorted(expr.names - known))}; "
+                f"known: {', '.join(sorted(known))}",
+            )
+        restrictions.append(expr)
+    element = {"in_bytes": DTYPE_BYTES[variant.dtype], "out_bytes": DTYPE_BYTES[variant.out_dtype]}
+    rows = []
+    for params in _param_grid(variant, params_grid, f"{where}.params"):
+        for dims in sizes:
+            env = {**dims, **params, **element}
+            reason, launch = "", {}
+            try:
+                failed = next((r for r in restrictions if not r(env)), None)
+                if failed is not None:
+                    shown = ", ".join(f"{k}={env[k]}" for k in sorted(failed.names))
+                    reason = f"restriction {failed.text!r} is false ({shown})"
+                else:
+                    reason, launch = _check_limits(variant, env, limits)
+            except ExprError as exc:
+                reason = str(exc)
+            rows.append(
+                {
+                    "experiment": experiment,
+                    "family": family.name,
+                    "variant": variant.name,
+                    "config_id": config_id(params, dims),
+                    "dtype": variant.dtype,
+                    "dims": dims,
+                    "params": params,
+                    "status": SKIPPED if reason else PENDING,
+                    "error": reason,
+                    "flops": int(family.flops(env)),
+                    "min_bytes": int(family.min_bytes(env)),
+                    **launch,
+                }
+            )
+    return rows

@@ -1,0 +1,162 @@
+"""Safe arithmetic expressions for restrictions, launch geometry and analytic counts.
+
+An expression is parsed once with :mod:`ast` and evaluated by walking the tree; only
+numbers, names, arithmetic, comparisons, boolean logic, tuples and the functions in
+``FUNCTIONS`` are accepted. Nothing is ever passed to ``eval``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .errors import NcuflowError
+
+Number = int | float | bool
+
+
+class ExprError(NcuflowError):
+    """An expression that is not allowed or cannot be evaluated."""
+
+
+def _ceil_div(a: Number, b: Number) -> int:
+    if b == 0:
+        raise ZeroDivisionError("ceil_div by zero")
+    return -(-int(a) // int(b))
+
+
+def _round_up(a: Number, b: Number) -> int:
+    return _ceil_div(a, b) * int(b)
+
+
+FUNCTIONS: dict[str, Callable[..., Number]] = {
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "ceil_div": _ceil_div,
+    "round_up": _round_up,
+    "log2": math.log2,
+}
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+    ast.Not: operator.not_,
+}
+_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+}
+# 2**64 is the largest power any tile or size formula needs; a bigger exponent is a mistake
+# (or an attempt to make the evaluator allocate a huge integer).
+_MAX_EXPONENT = 64
+
+
+class Expr:
+    """A parsed expression; ``names`` are its free variables."""
+
+    def __init__(self, text: str | int | float) -> None:
+        self.text = str(text).strip()
+        try:
+            tree = ast.parse(self.text, mode="eval")
+        except SyntaxError as exc:
+            raise ExprError(f"cannot parse expression {self.text!r}: {exc.msg}") from None
+        self._root = tree.body
+        self.names: frozenset[str] = frozenset(self._check(self._root))
+
+    def __repr__(self) -> str:
+        return f"Expr({self.text!r})"
+
+    def split(self) -> tuple[Expr, ...]:
+        """The elements of a tuple expression ('BX, BY'), or the expression itself."""
+        if isinstance(self._root, ast.Tuple):
+            return tuple(Expr(ast.unparse(e)) for e in self._root.elts)
+        return (self,)
+
+    def _check(self, node: ast.AST) -> set[str]:
+        """Reject anything that is not arithmetic; return the names used."""
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool | int | float):
+                return set()
+            raise ExprError(f"{self.text!r}: only numbers are allowed, not {node.value!r}")
+        if isinstance(node, ast.Name):
+            if node.id in FUNCTIONS:
+                raise ExprError(f"{self.text!r}: function {node.id} must be called")
+            return {node.id}
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return self._check(node.left) | self._check(node.right)
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return self._check(node.operand)
+        if isinstance(node, ast.BoolOp):
+            return set().union(*(self._check(v) for v in node.values))
+        if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+            return set().union(self._check(node.left), *(self._check(c) for c in node.comparators))
+        if isinstance(node, ast.Tuple):
+            return set().union(*(self._check(e) for e in node.elts))
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+                allowed = ", ".join(sorted(FUNCTIONS))
+                raise ExprError(f"{self.text!r}: only these functions may be called: {allowed}")
+            if node.keywords:
+                raise ExprError(f"{self.text!r}: keyword arguments are not allowed")
+            return set().union(*(self._check(a) for a in node.args))
+        raise ExprError(
+            f"{self.text!r}: {type(node).__name__} is not allowed; use numbers, names, "
+            "+ - * / // % **, comparisons, and/or/not, and " + ", ".join(sorted(FUNCTIONS))
+        )
+
+    def __call__(self, env: Mapping[str, Number]) -> Any:
+        missing = self.names - env.keys()
+        if missing:
+            known = ", ".join(sorted(env)) or "none"
+            raise ExprError(
+                f"{self.text!r} uses unknown name(s) {', '.join(sorted(missing))}; known: {known}"
+            )
+        try:
+            return self._eval(self._root, env)
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
+            raise ExprError(f"cannot evaluate {self.text!r}: {exc}") from None
+
+    def _eval(self, node: ast.AST, env: Mapping[str, Number]) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return env[node.id]
+        if isinstance(node, ast.BinOp):
+            left, right = self._eval(node.left, env), self._eval(node.right, env)
+            if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
+                raise ValueError(f"exponent {right} is larger than {_MAX_EXPONENT}")
+            return _BINARY[type(node.op)](left, right)
+        if isinstance(node, ast.UnaryOp):
+            return _UNARY[type(node.op)](self._eval(node.operand, env))
+        if isinstance(node, ast.BoolOp):
+            values = (self._eval(v, env) for v in node.values)
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.Compare):
+            left = self._eval(node.left, env)
+            for op, comparator in zip(node.ops, node.comparators, strict=True):
+                right = self._eval(comparator, env)
+                if not _COMPARE[type(op)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.Tuple):
+            return tuple(self._eval(e, env) for e in node.elts)
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        return FUNCTIONS[node.func.id](*(self._eval(a, env) for a in node.args))

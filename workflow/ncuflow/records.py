@@ -1,0 +1,56 @@
+"""Per-configuration measurement records, appended as they happen.
+
+The GPU worker appends a ``start`` line before it touches a configuration and a ``done``
+line with the result after, each flushed to disk at once. An interrupted or crashed job
+therefore loses nothing it measured: the next run reuses every ``done`` record whose
+fingerprint still matches, and a ``start`` without a ``done`` names the configuration
+that took the worker down.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+
+def fingerprint(plan: dict[str, Any], row: dict[str, Any]) -> str:
+    """What decides a measurement: kernel sources, the configuration, timing and seed."""
+    key = {
+        "ncuflow": __version__,
+        "family": plan["family_fingerprint"],
+        "variant": plan["variant"],
+        "config": {k: row[k] for k in ("config_id", "dims", "params")},
+        "timing": plan["timing"],
+        "seed": plan["seed"],
+    }
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def append(path: Path, entry: dict[str, Any]) -> None:
+    with open(path, "a") as handle:
+        handle.write(json.dumps(entry, sort_keys=True) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """(finished records by config_id, config_ids started but never finished)."""
+    done: dict[str, dict[str, Any]] = {}
+    started: list[str] = []
+    if not path.exists():
+        return done, started
+    for line in path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a crash
+        if entry.get("event") == "start":
+            started.append(entry["config_id"])
+        elif entry.get("event") == "done":
+            done[entry["config_id"]] = entry["record"]
+    return done, [c for c in started if c not in done]
