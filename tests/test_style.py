@@ -2,6 +2,8 @@
 
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +22,10 @@ SNAKEMAKE_FILES = ["Snakefile", *map(str, sorted((ROOT / "workflow" / "rules").g
     ids=["ruff-check", "ruff-format", "snakefmt"],
 )
 def test_style(command: list[str]) -> None:
-    if shutil.which(command[0]) is None:
+    # the tool beside this Python (a venv that is not activated), else on PATH
+    beside = Path(sys.executable).parent / command[0]
+    tool = str(beside) if beside.exists() else shutil.which(command[0])
+    if tool is None:
         pytest.skip(f"{command[0]} is not installed")
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([tool, *command[1:]], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
