@@ -21,7 +21,8 @@ from ncuflow.device import cuda_device  # noqa: E402
 
 CAPTURE = ROOT / "resources" / "captures" / "h100-sxm"
 # What a copy of the workflow needs to run somewhere else.
-WORKFLOW_PARTS = ("Snakefile", "config.yaml", "workflow", "kernels", "resources", "profiles")
+WORKFLOW_PARTS = ("Snakefile", "config.yaml", "workflow", "kernels", "resources", "profiles",
+                  "experiments")  # fmt: skip
 
 
 def _gpu_missing() -> str:

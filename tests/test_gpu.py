@@ -7,11 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import ROOT
 from ncuflow.config import load_study
 from ncuflow.ncu_csv import config_metrics, read_long
 from ncuflow.profile import profile_stage
+from ncuflow.spec import load_family
 
 pytestmark = pytest.mark.gpu
 
@@ -70,28 +72,46 @@ def _measure(tmp_path: Path, kernels: Path, experiments: dict) -> dict[str, dict
     return found
 
 
-LADDER = {
-    "naive": {"params": {"BLOCK_X": [8, 32], "BLOCK_Y": [4, 16]}},
-    "smem_tiled": {"params": {"TILE": [8, 16, 32]}},
-    "cublas_fp32": None,
-}
+def _ladder() -> dict[str, dict | None]:
+    """Every variant of the family, at its defaults and at the parameters config.yaml runs."""
+    family = load_family(ROOT / "kernels", "matmul")
+    default_study = yaml.safe_load((ROOT / "config.yaml").read_text())["experiments"]
+    chosen = {name: spec or {} for experiment in default_study.values()
+              for name, spec in experiment["variants"].items()}  # fmt: skip
+    ladder: dict[str, dict | None] = {}
+    for name, variant in family.variants.items():
+        if not variant.params:
+            ladder[name] = None
+            continue
+        grid = {p: [default] for p, default in variant.params.items()}
+        for param, values in (chosen.get(name, {}).get("params") or {}).items():
+            extra = values if isinstance(values, list) else [values]
+            grid[param] = list(dict.fromkeys([*grid[param], *extra]))
+        ladder[name] = {"params": grid}
+    return ladder
 
 
 def test_every_variant_matches_the_reference(tmp_path: Path, kernels: Path) -> None:
+    ladder = _ladder()
     experiments = {
         "square": {"family": "matmul", "sizes": {"M": [64, 1023, 1025, 2049], "N": "M",
-                                                 "K": "M"}, "variants": LADDER},
+                                                 "K": "M"}, "variants": ladder},
         "rectangular": {"family": "matmul", "sizes": {"M": 300, "N": 517, "K": 129},
-                        "variants": LADDER},
+                        "variants": ladder},
+        "tiny": {"family": "matmul", "sizes": {"M": 7, "N": 5, "K": 3}, "variants": ladder},
     }  # fmt: skip
     found = _measure(tmp_path, kernels, experiments)
-    assert set(found) == set(LADDER)
+    family = load_family(kernels, "matmul")
+    assert set(found) == set(ladder)
+    failures = []
     for variant, records in found.items():
-        assert len(records) == {"naive": 20, "smem_tiled": 15, "cublas_fp32": 5}[variant]
+        tolerance = family.tolerance[family.variants[variant].dtype]
         for config_id, record in records.items():
-            assert record["status"] == "ok", (config_id, record["error"])
-            assert record["rel_error"] < 1e-5, config_id
-            assert len(record["times_ms"]) == 5 and record["time_ms"] > 0
+            if record["status"] != "ok" or not record["rel_error"] < tolerance:
+                failures.append(f"{variant} {config_id}: {record['status']} {record['error']}")
+            else:
+                assert len(record["times_ms"]) == 5 and record["time_ms"] > 0
+    assert not failures, "\n".join(failures)
 
 
 def test_faulty_kernels_are_caught_and_the_sweep_goes_on(tmp_path: Path, kernels: Path) -> None:

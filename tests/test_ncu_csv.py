@@ -1,4 +1,4 @@
-"""The parser on the ncu CSVs of the committed H100 capture (2026-11-22)."""
+"""The parser on the ncu CSVs of the committed H100 capture (2026-11-23)."""
 
 import json
 import re
@@ -16,9 +16,10 @@ from ncuflow.ncu_csv import (
     read_rows,
 )
 
-NAIVE = CAPTURE / "matmul_square" / "naive"
+NAIVE = CAPTURE / "matmul_ladder" / "naive"
 _DIMS = re.compile(r"M=(\d+)_N=(\d+)_K=(\d+)$")
-CUBLAS = CAPTURE / "matmul_square" / "cublas_fp32"
+CUBLAS = CAPTURE / "matmul_ladder" / "cublas_fp32"
+WMMA = CAPTURE / "matmul_ladder" / "wmma_fp16_pipelined"
 
 
 @pytest.mark.parametrize(
@@ -61,7 +62,7 @@ def test_long_table_holds_every_numeric_metric_in_base_units() -> None:
         "unit",
         "value",
     ]
-    assert long["config_id"].nunique() == 16
+    assert long["config_id"].nunique() == 4
     duration = long[long["metric"] == "gpu__time_duration.sum"]
     assert set(duration["unit"]) == {"ns"} and (duration["value"] > 1e5).all()
     units = dict(zip(long["metric"], long["unit"], strict=False))
@@ -79,6 +80,20 @@ def test_counted_flops_of_the_naive_kernel_are_exactly_2mnk() -> None:
         m, n, k = map(int, _DIMS.search(row.config_id).groups())
         assert row.flops_counted == 2 * m * n * k
         assert row.flops_tensor == 0 and row.flops_fp16 == 0
+
+
+def test_tensor_core_flops_are_counted_and_judged_against_the_tensor_roof() -> None:
+    metrics = config_metrics(read_long(WMMA / "ncu_raw.csv"))
+    for row in metrics.itertuples():
+        m, n, k = map(int, _DIMS.search(row.config_id).groups())
+        # HMMA on zero-padded edge tiles counts too: exact only where the tiles divide
+        assert row.flops_tensor >= 2 * m * n * k
+        assert row.flops_tensor == 2 * m * n * k or m % 128
+        assert row.flops_fp32 < 1e-3 * row.flops_tensor
+        # ncu's peak of the fp16 tensor path, far above the FP32 roof, sets the ridge
+        assert row.peak_tensor_fp16_flops_per_s > 10 * row.peak_fp32_flops_per_s
+        ridge = row.peak_tensor_fp16_flops_per_s / row.peak_dram_bytes_per_s
+        assert f"ridge {ridge:.3g}" in row.bound_reason
 
 
 def test_dram_reads_cover_at_least_the_compulsory_input_bytes() -> None:

@@ -11,10 +11,11 @@ from ncuflow.replay import capture_dir, replay_measure, replay_profile, save_cap
 
 
 def _plan(sizes: list[int], variant: str = "naive") -> dict:
-    measured = json.loads((CAPTURE / "matmul_square" / variant / "measure.json").read_text())
+    measured = json.loads((CAPTURE / "matmul_ladder" / variant / "measure.json").read_text())
     prefix = next(iter(measured)).rsplit("_M=", 1)[0]
     configs = [{"config_id": f"{prefix}_M={s}_N={s}_K={s}", "status": "pending"} for s in sizes]
-    return {"experiment": "matmul_square", "variant": variant, "configs": configs}
+    return {"experiment": "matmul_ladder", "family": "matmul", "variant": variant,
+            "kernels_dir": str(ROOT / "kernels"), "configs": configs}  # fmt: skip
 
 
 def test_replay_copies_exactly_the_planned_records(tmp_path: Path) -> None:
@@ -40,9 +41,18 @@ def test_missing_ncu_rows_are_an_error_too(tmp_path: Path) -> None:
     replay_measure(plan, CAPTURE, measure, lambda line: None)
     empty = tmp_path / "capture"
     shutil.copytree(CAPTURE, empty)
-    (empty / "matmul_square" / "naive" / "ncu_raw.csv").write_text("")
+    (empty / "matmul_ladder" / "naive" / "ncu_raw.csv").write_text("")
     with pytest.raises(NcuflowError, match="no ncu profile of configuration"):
         replay_profile(plan, measure, empty, tmp_path / "x.csv", lambda line: None)
+
+
+def test_a_host_variant_has_no_ncu_rows_to_replay(tmp_path: Path) -> None:
+    plan = {**_plan([1024]), "variant": "cpu_blas"}
+    measure = tmp_path / "measure.json"
+    measure.write_text(json.dumps({plan["configs"][0]["config_id"]: {"status": "ok"}}))
+    csv_out = tmp_path / "ncu_raw.csv"
+    replay_profile(plan, measure, tmp_path / "no-capture", csv_out, lambda line: None)
+    assert csv_out.read_text() == "" and read_long(csv_out).empty
 
 
 def test_unknown_capture_lists_the_ones_there() -> None:

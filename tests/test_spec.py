@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from ncuflow.spec import SpecError, load_family
+from ncuflow.spec import SpecError, load_family, storage_dtype
 
 
 @pytest.fixture
@@ -25,6 +25,23 @@ def test_matmul_family_declares_its_variants() -> None:
     assert family.variants["cublas_fp32"].baseline
     assert not family.variants["cublas_fp32"].is_cuda
     assert family.flops({"M": 2, "N": 3, "K": 4}) == 48
+
+
+def test_library_baselines_say_where_and_in_what_precision_they_run() -> None:
+    variants = load_family(ROOT / "kernels", "matmul").variants
+    tf32, fp16, host = variants["cublas_tf32"], variants["cublas_fp16"], variants["cpu_blas"]
+    assert (tf32.dtype, storage_dtype(tf32.dtype), tf32.profiled) == ("tf32", "float32", True)
+    assert (fp16.dtype, fp16.out_dtype) == ("float16", "float16")
+    assert host.runs_on == "cpu" and not host.profiled and host.baseline
+
+
+def test_host_baseline_writes_the_product_into_its_output() -> None:
+    family = load_family(ROOT / "kernels", "matmul")
+    rng = np.random.default_rng(1)
+    a, b = rng.random((4, 3), dtype=np.float32), rng.random((3, 5), dtype=np.float32)
+    c = np.full((4, 5), np.nan, dtype=np.float32)
+    family.function("host_matmul")(a, b, c, 4, 5, 3)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-6)
 
 
 def test_reference_is_the_matrix_product() -> None:
@@ -50,7 +67,9 @@ def _edit(path: Path, old: str, new: str) -> None:
         ("smem_tiled.cu", "block: TILE, TILE", "block: TILE, TILE, 1, 1", "1 to 3 expressions"),
         ("smem_tiled.cu", "static_smem:", "shared_bytes:", "unknown key"),
         ("naive.cu", "/*---", "/*", "no declaration"),
-        ("family.yaml", "float32: 1.0e-4", "float64: 1.0e-4", "no entry for dtype float32"),
+        ("family.yaml", "float32: 1.0e-5", "float64: 1.0e-5", "no entry for dtype float32"),
+        ("cpu_blas.yaml", "runs_on: cpu", "runs_on: tpu", "runs_on 'tpu' is not valid"),
+        ("naive.cu", "kernel: matmul_naive", "kernel: matmul_naive\nruns_on: cpu", "runs_on"),
         ("cublas_fp32.yaml", "library: cublas_matmul", "lib: x", "unknown key"),
     ],
 )

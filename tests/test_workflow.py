@@ -39,24 +39,36 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     announced = [line for line in proc.stderr.splitlines() if line.startswith("ncuflow: mode")]
     assert len(announced) == 1
-    assert "replaying capture h100-sxm (NVIDIA H100 80GB HBM3, 2026-11-22)" in announced[0]
-    results = workflow_copy / "results" / "matmul_square"
+    assert "replaying capture h100-sxm (NVIDIA H100 80GB HBM3, 2026-11-23)" in announced[0]
+    results = workflow_copy / "results" / "matmul_ladder"
     table = pd.read_parquet(results / "table.parquet")
-    assert table.columns[: len(REQUIRED) - 3].tolist() == REQUIRED[: len(REQUIRED) - 3]
+    assert table.columns[:8].tolist() == REQUIRED[:8]  # leading columns, then M, N, K
     assert set(REQUIRED) <= set(table.columns)
-    assert len(table) == 28 and (table["status"] == "ok").all()
-    assert (table["rel_error"] < 1e-4).all()
-    assert table["config_id"].is_unique
+    assert len(table) == 64 and (table["status"] == "ok").all()
+    tolerance = {"float32": 1e-5, "tf32": 5e-3, "float16": 1e-3}
+    assert (table["rel_error"] < table["dtype"].map(tolerance)).all()
+    assert not table.duplicated(["variant", "config_id"]).any()
     cublas = table[(table["variant"] == "cublas_fp32") & (table["M"] == 4096)].iloc[0]
     assert cublas["gflops"] == pytest.approx(2 * 4096**3 / cublas["time_ms"] / 1e6)
     assert 40_000 < cublas["gflops"] < 67_000  # H100 SXM FP32: below its 67 TFLOP/s peak
-    assert set(table["bound"]) <= {"memory", "compute"}
+    on_gpu = table["runs_on"] == "gpu"
+    assert set(table.loc[on_gpu, "bound"]) <= {"memory", "compute"}
+    host = table[~on_gpu]  # cpu_blas: timed on the host, never profiled
+    assert set(host["variant"]) == {"cpu_blas"} and host["ncu_time_ms"].isna().all()
+    assert (host["error"] == "").all()
     assert (pd.read_csv(results / "table.csv")["config_id"] == table["config_id"]).all()
     for figure in ("roofline", "gflops_vs_size"):
         png = (results / f"{figure}.png").read_bytes()
         assert png.startswith(b"\x89PNG") and len(png) > 20_000
         svg = (results / f"{figure}.svg").read_text()
-        assert "replayed from capture h100-sxm, 2026-11-22" in svg
+        assert "replayed from capture h100-sxm, 2026-11-23" in svg
+    assert "FP16 tensor peak" in (results / "roofline.svg").read_text()
+    ladder = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "ladder.py"), "--table",
+         str(results / "table.parquet")], capture_output=True, text=True,
+    )  # fmt: skip
+    assert ladder.returncode == 0, ladder.stdout + ladder.stderr
+    assert ladder.stdout.count("PASS") == 3 and "| warptile | float32 |" in ladder.stdout
     for variant in ("naive", "smem_tiled", "cublas_fp32"):
         long = pd.read_parquet(results / variant / "ncu_long.parquet")
         assert set(long["config_id"]) == set(table.loc[table["variant"] == variant, "config_id"])
@@ -65,16 +77,26 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
+def test_a_report_experiment_replays_from_its_own_capture(workflow_copy: Path) -> None:
+    proc = snakemake(workflow_copy, "--cores", "2", "--configfile",
+                     "experiments/register_tiling.yaml", "--config", "mode=replay")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "replaying capture h100-sxm-register_tiling" in proc.stderr
+    table = pd.read_parquet(workflow_copy / "results" / "register_tiling" / "table.parquet")
+    assert len(table) == 36 and (table["status"] == "ok").all()
+    assert set(table["variant"]) == {"smem_tiled", "regtile_vd", "cublas_fp32"}
+
+
 def test_configuration_missing_from_the_capture_is_an_error_naming_it(workflow_copy: Path) -> None:
     _write_config(
         workflow_copy,
-        {"matmul_square": {"family": "matmul", "sizes": {"M": [1024, 512], "N": "M", "K": "M"},
-                           "variants": {"naive": {"params": {"BLOCK_X": [16], "BLOCK_Y": [8]}}}}},
+        {"matmul_ladder": {"family": "matmul", "sizes": {"M": [1024, 512], "N": "M", "K": "M"},
+                           "variants": {"naive": {"params": {"BLOCK_X": [32], "BLOCK_Y": [16]}}}}},
         mode="replay",
     )  # fmt: skip
     proc = snakemake(workflow_copy, "--cores", "1")
     assert proc.returncode != 0
-    assert "has no timing record of configuration(s) BLOCK_X=16_BLOCK_Y=8_M=512_N=512_K=512" in (
+    assert "has no timing record of configuration(s) BLOCK_X=32_BLOCK_Y=16_M=512_N=512_K=512 (" in (
         proc.stderr
     )
     assert "Traceback" not in proc.stderr

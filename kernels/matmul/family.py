@@ -19,3 +19,27 @@ def cublas_matmul(A: Any, B: Any, C: Any, M: int, N: int, K: int) -> None:
     import cupy
 
     cupy.matmul(A, B, out=C)
+
+
+def cublas_tf32_matmul(A: Any, B: Any, C: Any, M: int, N: int, K: int) -> None:
+    """cuBLAS with float32 storage and TF32 tensor-core arithmetic.
+
+    CuPy's TF32 switch (CUPY_TF32=1) is read once per process; its compute-type setting is
+    what that switch sets, so it is set here for this call and restored afterwards."""
+    import cupy
+    import numpy
+    from cupy._core import _routines_linalg as linalg
+
+    previous = linalg.get_compute_type(numpy.float32)
+    linalg.set_compute_type(numpy.float32, linalg.COMPUTE_TYPE_TF32)
+    try:
+        cupy.matmul(A, B, out=C)
+    finally:
+        linalg.set_compute_type(numpy.float32, previous)
+
+
+def host_matmul(A: Any, B: Any, C: Any, M: int, N: int, K: int) -> None:
+    """NumPy's BLAS on the host (NumPy arrays in and out)."""
+    import numpy
+
+    numpy.matmul(A, B, out=C)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 MEMORY, COMPUTE = "memory", "compute"
 # Under this share of peak on both the SM and memory, neither is the limit: latency is.
 LATENCY_PCT = 60.0
@@ -40,3 +42,19 @@ def classify(ai_dram: float, ridge: float, memory_pct: float, sm_pct: float) -> 
     if max(memory_pct, sm_pct) < LATENCY_PCT:
         reason = f"latency-limited (neither above {LATENCY_PCT:.0f}% of peak); {reason}"
     return sol, reason
+
+
+def ladder(table: pd.DataFrame, size: dict[str, int]) -> pd.DataFrame:
+    """Each variant's fastest ok configuration at one problem size, with its share of the
+    GPU library baseline of the same precision (cuBLAS fp32 for float32 kernels, cuBLAS
+    fp16 for fp16 ones); rows in the order the variants appear in the table."""
+    at_size = table[(table["status"] == "ok") & (table[list(size)] == pd.Series(size)).all(axis=1)]
+    best = at_size.loc[at_size.groupby("variant", sort=False)["gflops"].idxmax()].copy()
+    library = best[best["baseline"].astype(bool) & (best["runs_on"] == "gpu")]
+    reference = dict(zip(library["dtype"], library["gflops"], strict=True))
+    best["pct_of_library"] = [
+        100 * g / reference[d] if d in reference else float("nan")
+        for g, d in zip(best["gflops"], best["dtype"], strict=True)
+    ]
+    best["tflops"] = best["gflops"] / 1e3
+    return best.reset_index(drop=True)

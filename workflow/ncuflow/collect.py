@@ -12,7 +12,7 @@ import pandas as pd
 
 from .errors import NcuflowError
 from .expand import PENDING, SKIPPED
-from .harness import OK
+from .harness import OK, plan_variant
 from .spec import load_family
 
 # The columns every table starts with, in this order; the dimensions and tunables of the
@@ -25,10 +25,12 @@ MEASURED = [
     "registers_per_thread", "shared_mem_per_block", "bound", "bound_reason",
 ]  # fmt: skip
 DETAILS = [
-    "baseline", "min_bytes", "block", "grid", "dynamic_smem", "registers_per_thread_compiled",
-    "local_bytes_per_thread", "ncu_kernels", "flops_fp32", "flops_fp16", "flops_tensor",
+    "baseline", "runs_on", "min_bytes", "block", "grid", "dynamic_smem",
+    "registers_per_thread_compiled", "local_bytes_per_thread", "ncu_kernels", "flops_fp32",
+    "flops_fp16", "flops_tensor",
     "dram_read_bytes", "dram_write_bytes", "l2_bytes", "l1_bytes", "dram_throughput_pct",
-    "sm_clock_hz", "peak_fp32_flops_per_s", "peak_dram_bytes_per_s", "seed",
+    "sm_clock_hz", "peak_fp32_flops_per_s", "peak_tensor_fp16_flops_per_s",
+    "peak_dram_bytes_per_s", "seed",
 ]  # fmt: skip
 
 
@@ -38,8 +40,7 @@ def _geometry(value: Sequence[int] | None) -> str | None:
 
 def variant_rows(plan_path: Path, measure_path: Path, metrics_path: Path) -> list[dict]:
     plan = json.loads(Path(plan_path).read_text())
-    family = load_family(Path(plan["kernels_dir"]), plan["family"])
-    variant = family.variants[plan["variant"]]
+    _, variant = plan_variant(plan)
     measured = json.loads(Path(measure_path).read_text())
     metrics = pd.read_parquet(metrics_path).set_index("config_id")
     rows = []
@@ -54,6 +55,7 @@ def variant_rows(plan_path: Path, measure_path: Path, metrics_path: Path) -> lis
             flops=config["flops"],
             min_bytes=config["min_bytes"],
             baseline=variant.baseline,
+            runs_on=variant.runs_on,
             block=_geometry(config.get("block")),
             grid=_geometry(config.get("grid")),
             dynamic_smem=config.get("dynamic_smem"),
@@ -69,7 +71,7 @@ def variant_rows(plan_path: Path, measure_path: Path, metrics_path: Path) -> lis
                 row["gflops"] = row["flops"] / row["time_ms"] / 1e6
                 if cid in metrics.index:
                     row.update(metrics.loc[cid].to_dict())
-                else:
+                elif variant.profiled:
                     row["error"] = "ncu recorded no kernel inside this configuration's NVTX range"
         rows.append(row)
     return rows

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from . import __version__
 from .errors import NcuflowError
@@ -69,6 +72,16 @@ def _driver_version() -> str:
     )
 
 
+def _cpu_model() -> str:
+    """The host CPU's model name (host variants such as cpu_blas run on it)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
 def gpu_facts(ncu_path: str) -> dict[str, Any]:
     """What the figures' titles and a capture's provenance need, read off device 0."""
     import cupy
@@ -91,6 +104,9 @@ def gpu_facts(ncu_path: str) -> dict[str, Any]:
         "cupy": cupy.__version__,
         "ncuflow": __version__,
         "host": platform.node(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "numpy": np.__version__,
         "date": dt.date.today().isoformat(),
     }
 

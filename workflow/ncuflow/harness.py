@@ -10,10 +10,14 @@ each configuration once inside an NVTX range named after its ``config_id``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +28,7 @@ import numpy as np
 from . import records
 from .errors import NcuflowError
 from .expand import PENDING
-from .spec import Family, Variant, load_family
+from .spec import Family, Variant, load_family, storage_dtype
 
 OK, COMPILE_ERROR, LAUNCH_ERROR, WRONG_RESULT = (
     "ok",
@@ -65,12 +69,13 @@ class Problem:
         rng = cp.random.default_rng(seed)
         self.dims = dims
         # Uniform in [-1, 1): never zeros, and signs that make cancellation errors visible.
+        in_dtype, out_dtype = storage_dtype(variant.dtype), storage_dtype(variant.out_dtype)
         self.inputs = {
-            name: (rng.random(_shape(shape, dims), dtype=cp.float32) * 2 - 1).astype(variant.dtype)
+            name: (rng.random(_shape(shape, dims), dtype=cp.float32) * 2 - 1).astype(in_dtype)
             for name, shape in family.inputs.items()
         }
         self.outputs = {
-            name: cp.empty(_shape(shape, dims), dtype=variant.out_dtype)
+            name: cp.empty(_shape(shape, dims), dtype=out_dtype)
             for name, shape in family.outputs.items()
         }
         # The reference sees exactly the values the kernel sees (fp16-rounded for fp16 inputs).
@@ -100,10 +105,46 @@ class Problem:
 
 @dataclass
 class Launcher:
-    """A compiled configuration: call it to launch once on the current stream."""
+    """A compiled configuration: call it to launch once on the current stream.
+
+    A host variant (``runs_on: cpu``) works on host copies of the arrays: ``publish``
+    copies its outputs to the device arrays that the check reads."""
 
     launch: Callable[[], None]
     attributes: dict[str, int]
+    on_host: bool = False
+    publish: Callable[[], None] = lambda: None
+
+
+def _host_launcher(fn: Callable[..., None], problem: Problem) -> Launcher:
+    cp = _cupy()
+    outputs = {id(out): np.full(out.shape, np.nan, dtype=out.dtype)
+               for out in problem.outputs.values()}  # fmt: skip
+    args = tuple(
+        outputs.get(id(a), cp.asnumpy(a)) if isinstance(a, cp.ndarray) else a for a in problem.args
+    )
+
+    def publish() -> None:
+        for out in problem.outputs.values():
+            out.set(outputs[id(out)])
+
+    return Launcher(lambda: fn(*args), {}, on_host=True, publish=publish)
+
+
+@functools.cache
+def _toolkit_includes() -> tuple[str, ...]:
+    """The CUDA toolkit's include folder, where it has headers NVRTC's own may lack.
+
+    The CUDA headers that come with pip's NVRTC have mma.h without the crt/mma.h it
+    includes; the toolkit's folder (CUDA_PATH, beside nvcc, or /usr/local/cuda) has both."""
+    nvcc = shutil.which("nvcc")
+    candidates = [os.environ.get("CUDA_PATH"), nvcc and str(Path(nvcc).resolve().parents[1]),
+                  "/usr/local/cuda"]  # fmt: skip
+    for root in filter(None, candidates):
+        include = Path(root) / "include"
+        if (include / "crt" / "mma.h").is_file():
+            return (f"-I{include}",)
+    return ()
 
 
 def build_launcher(
@@ -112,11 +153,17 @@ def build_launcher(
     """Compile (CuPy caches the binary per source and options) and bind the arguments."""
     if not variant.is_cuda:
         fn = family.function(variant.library or "")
+        if variant.runs_on == "cpu":
+            return _host_launcher(fn, problem)
         return Launcher(lambda: fn(*problem.args), {})
     cp = _cupy()
     defines = tuple(f"-D{k}={v}" for k, v in row["params"].items())
     # -lineinfo lets the Nsight Compute GUI show the source beside the SASS
-    options = ("-std=c++17", "-lineinfo", f"-I{variant.path.parent.resolve()}", *defines)
+    # CuPy's cache keys on the source and the options, not on included headers: the
+    # family's fingerprint (every file of its folder) makes a changed header recompile
+    options = ("-std=c++17", "-lineinfo", f"-I{variant.path.parent.resolve()}",
+               *_toolkit_includes(), f"-DNCUFLOW_FAMILY_HASH={family.fingerprint()}",
+               *defines)  # fmt: skip
     module = cp.RawModule(code=variant.source, options=options)
     fn = module.get_function(variant.kernel)
     dynamic_smem = int(row["dynamic_smem"])
@@ -171,6 +218,18 @@ def time_launches(launch: Callable[[], None], warmup: int, repeats: int, flush: 
     return [float(cp.cuda.get_elapsed_time(s, e)) for s, e in zip(starts, ends, strict=True)]
 
 
+def time_host_calls(call: Callable[[], None], warmup: int, repeats: int) -> list[float]:
+    """Milliseconds of each of ``repeats`` calls of host code, by the host's clock."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1e3)
+    return times
+
+
 def timing_stats(times_ms: list[float]) -> dict[str, float]:
     t = np.asarray(times_ms, dtype=np.float64)
     q25, median, q75 = np.percentile(t, [25, 50, 75])
@@ -204,6 +263,7 @@ def measure_config(
     try:
         problem.poison()
         launcher.launch()
+        launcher.publish()
         cp.cuda.runtime.deviceSynchronize()
     except cuda_errors as exc:
         return {**record, "status": LAUNCH_ERROR, "error": f"checked launch failed: {exc}"}
@@ -214,7 +274,10 @@ def measure_config(
         detail = problem_text or f"relative error {rel_error:.3g} exceeds {tolerance:g}"
         return {**record, "status": WRONG_RESULT, "error": detail}
     try:
-        times = time_launches(launcher.launch, timing["warmup"], timing["repeats"], flush)
+        if launcher.on_host:
+            times = time_host_calls(launcher.launch, timing["warmup"], timing["repeats"])
+        else:
+            times = time_launches(launcher.launch, timing["warmup"], timing["repeats"], flush)
     except cuda_errors as exc:
         return {**record, "status": LAUNCH_ERROR, "error": f"timed launch failed: {exc}"}
     return {**record, **timing_stats(times), "repeats": len(times), "times_ms": times}
@@ -235,10 +298,15 @@ def _seed(plan: dict[str, Any]) -> int:
     return int(np.random.SeedSequence().generate_state(1)[0])
 
 
+def plan_variant(plan: dict[str, Any]) -> tuple[Family, Variant]:
+    """The family and variant a plan measures."""
+    family = load_family(Path(plan["kernels_dir"]), plan["family"])
+    return family, family.variants[plan["variant"]]
+
+
 def _load(plan_path: Path) -> tuple[dict[str, Any], Family, Variant]:
     plan = json.loads(Path(plan_path).read_text())
-    family = load_family(Path(plan["kernels_dir"]), plan["family"])
-    return plan, family, family.variants[plan["variant"]]
+    return plan, *plan_variant(plan)
 
 
 def measure_worker(plan_path: Path, records_path: Path) -> int:
@@ -324,6 +392,13 @@ def measure_stage(
     partial.unlink()
 
 
+def profiled_ids(variant: Variant, measured: dict[str, dict[str, Any]]) -> list[str]:
+    """The configurations ncu profiles: those that measured ok, of a variant on the GPU."""
+    if not variant.profiled:
+        return []
+    return [config_id for config_id, rec in measured.items() if rec["status"] == OK]
+
+
 def profile_worker(plan_path: Path, measure_path: Path, only: list[str]) -> int:
     """The process ncu profiles: each ok configuration once, inside its NVTX range.
 
@@ -332,8 +407,8 @@ def profile_worker(plan_path: Path, measure_path: Path, only: list[str]) -> int:
     from cupy.cuda import nvtx
 
     plan, family, variant = _load(plan_path)
-    measured = json.loads(Path(measure_path).read_text())
-    rows = [r for r in plan["configs"] if measured.get(r["config_id"], {}).get("status") == OK]
+    profiled = set(profiled_ids(variant, json.loads(Path(measure_path).read_text())))
+    rows = [r for r in plan["configs"] if r["config_id"] in profiled]
     if only:
         rows = [r for r in rows if r["config_id"] in only]
     seed = _seed(plan)

@@ -152,6 +152,11 @@ def kernel_table(long: pd.DataFrame) -> pd.DataFrame:
     out["peak_dram_bytes_per_s"] = _col(wide, "dram__bytes.sum.peak_sustained") * _col(
         wide, "dram__cycles_elapsed.avg.per_second"
     )
+    # the tensor counters count FLOPs (2 per multiply-add), so their peak is in FLOP/cycle
+    out["flops_tensor_fp16"] = _col(wide, TENSOR_FLOP_METRICS[0])
+    out["peak_tensor_fp16_flops_per_s"] = _col(
+        wide, f"{TENSOR_FLOP_METRICS[0]}.peak_sustained"
+    ) * _col(wide, "sm__cycles_elapsed.avg.per_second")
     return out
 
 
@@ -162,7 +167,8 @@ def config_metrics(long: pd.DataFrame) -> pd.DataFrame:
         "config_id", "ncu_kernels", "ncu_time_ms", "flops_counted", "flops_fp32", "flops_fp16",
         "flops_tensor", "dram_bytes", "dram_read_bytes", "dram_write_bytes", "l2_bytes",
         "l1_bytes", *_WEIGHTED, *_LONGEST, "shared_mem_per_block", "peak_fp32_flops_per_s",
-        "peak_dram_bytes_per_s", "ai_dram", "bound", "bound_reason",
+        "peak_tensor_fp16_flops_per_s", "peak_dram_bytes_per_s", "ai_dram", "bound",
+        "bound_reason",
     ]  # fmt: skip
     if long.empty:
         return pd.DataFrame(columns=columns)
@@ -178,13 +184,17 @@ def config_metrics(long: pd.DataFrame) -> pd.DataFrame:
         row.update({c: float(group[c].sum(min_count=1)) for c in summed})
         row.update({c: float((group[c] * weights).sum(min_count=1) / total) for c in _WEIGHTED})
         row.update({c: float(longest[c]) for c in (*_LONGEST, "shared_mem_per_block")})
-        row["peak_fp32_flops_per_s"] = float(longest["peak_fp32_flops_per_s"])
-        row["peak_dram_bytes_per_s"] = float(longest["peak_dram_bytes_per_s"])
+        for peak in ("peak_fp32_flops_per_s", "peak_tensor_fp16_flops_per_s",
+                     "peak_dram_bytes_per_s"):  # fmt: skip
+            row[peak] = float(longest[peak])
         dram = row["dram_bytes"]
         row["ai_dram"] = row["flops_counted"] / dram if dram and dram > 0 else float("nan")
+        # the compute roof is the one of the pipeline that did most of the FLOPs
+        on_tensor = group["flops_tensor_fp16"].sum() > 0.5 * row["flops_counted"]
+        roof = row["peak_tensor_fp16_flops_per_s" if on_tensor else "peak_fp32_flops_per_s"]
         row["bound"], row["bound_reason"] = classify(
             row["ai_dram"],
-            row["peak_fp32_flops_per_s"] / row["peak_dram_bytes_per_s"],
+            roof / row["peak_dram_bytes_per_s"],
             row["memory_throughput_pct"],
             row["sm_throughput_pct"],
         )

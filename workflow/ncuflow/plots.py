@@ -23,8 +23,12 @@ PLAIN = FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 else f"{val
 
 
 def _colors(variants: list[str]) -> dict[str, Any]:
-    cmap = plt.get_cmap("tab10")
-    return {v: cmap(i % 10) for i, v in enumerate(variants)}
+    cmap = plt.get_cmap("tab10" if len(variants) <= 10 else "tab20")
+    return {v: cmap(i % cmap.N) for i, v in enumerate(variants)}
+
+
+# Library baselines: shades of grey, dashed, each with its own marker.
+BASELINE_STYLES = [("black", "s"), ("0.45", "D"), ("0.65", "^"), ("0.25", "v"), ("0.8", "P")]
 
 
 def _finish(fig: Any, device: dict[str, Any], out: Path) -> list[Path]:
@@ -69,6 +73,14 @@ def roofline(table: pd.DataFrame, device: dict[str, Any], out: Path) -> list[Pat
         va="bottom",
         fontsize=9,
     )
+    tensor = ok["flops_tensor"].astype(float).fillna(0) > 0
+    if "peak_tensor_fp16_flops_per_s" in ok and tensor.any():
+        # tensor-core kernels have their own, higher compute roof
+        peak_tensor = float(ok.loc[tensor, "peak_tensor_fp16_flops_per_s"].median()) / 1e9
+        if np.isfinite(peak_tensor):
+            ax.plot(x, np.minimum(peak_tensor, x * bandwidth), color="black", lw=1, ls="--")
+            label = f"FP16 tensor peak {peak_tensor / 1e3:.0f} TFLOP/s"
+            ax.annotate(label, (hi, peak_tensor), ha="right", va="bottom", fontsize=9)
     ax.axvline(ridge, color="0.6", ls=":", lw=1)
     ax.annotate(
         f"ridge {ridge:.1f} FLOP/B", (ridge * 1.05, peak_gflops / 30), fontsize=8, color="0.4"
@@ -112,27 +124,34 @@ def gflops_vs_size(
     fig, ax = plt.subplots(figsize=(7.5, 5))
     experiment = table["experiment"].iloc[0]
     ax.set_title(f"{experiment}: GFLOP/s against {size_axis}, {device.get('name', '')}")
-    variants = list(dict.fromkeys(ok["variant"]))
+    baselines = list(dict.fromkeys(ok.loc[ok["baseline"].astype(bool), "variant"]))
+    variants = [v for v in dict.fromkeys(ok["variant"]) if v not in baselines]
     colors = _colors(variants)
     sizes = sorted(ok[size_axis].unique())
     position = {size: i for i, size in enumerate(sizes)}
-    for variant in variants:
-        rows = ok[ok["variant"] == variant]
-        best = rows.groupby(size_axis)["gflops"].max().sort_index()
-        baseline = bool(rows["baseline"].any())
-        ax.plot(
-            [position[s] for s in best.index],
-            best.values,
-            marker="s" if baseline else "o",
-            ls="--" if baseline else "-",
-            color="black" if baseline else colors[variant],
-            label=f"{variant} (reference)" if baseline else variant,
-        )
+    for variant in variants + baselines:
+        best = ok[ok["variant"] == variant].groupby(size_axis)["gflops"].max().sort_index()
+        if variant in baselines:
+            color, marker = BASELINE_STYLES[baselines.index(variant) % len(BASELINE_STYLES)]
+            style = {"ls": "--", "color": color, "marker": marker, "label": f"{variant} (library)"}
+        else:
+            style = {"ls": "-", "color": colors[variant], "marker": "o", "label": variant}
+        ax.plot([position[s] for s in best.index], best.values, **style)
     ax.set_xticks(range(len(sizes)), [str(s) for s in sizes], rotation=45 if len(sizes) > 8 else 0)
+    gflops = ok["gflops"].astype(float)
+    if not gflops.empty and gflops.max() > 30 * gflops.min():
+        # a ladder spans orders of magnitude: a log axis keeps the low rungs readable
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(PLAIN)
     ax.set_xlabel(f"{size_axis} (elements)")
     ax.set_ylabel("GFLOP/s (analytic FLOPs / median time)")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.grid(True, alpha=0.3, which="both")
+    if len(variants) + len(baselines) > 6:
+        fig.set_size_inches(10, 5.5)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    else:
+        ax.legend()
     return _finish(fig, device, out)

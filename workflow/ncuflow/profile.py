@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .errors import NcuflowError
-from .harness import NVTX_PREFIX, OK
+from .harness import NVTX_PREFIX, plan_variant, profiled_ids
 
 # Collected besides the sections, for the counted FLOPs and the traffic at each level.
 # ncu counts one FFMA thread instruction as one instruction: 2·FFMA + FADD + FMUL FLOPs;
@@ -29,6 +29,7 @@ COUNT_METRICS = (
     "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
     "sm__ops_path_tensor_src_fp16.sum",
+    "sm__ops_path_tensor_src_fp16.sum.peak_sustained",
     "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
     "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
     "dram__bytes.sum",
@@ -127,8 +128,8 @@ def profile_stage(
 ) -> None:
     """Profile every configuration that measured ok with one ncu process; export its CSV."""
     ncu = find_ncu(ncu_path)
-    measured = json.loads(measure.read_text())
-    ok = [c for c, rec in measured.items() if rec["status"] == OK]
+    _, variant = plan_variant(json.loads(plan.read_text()))
+    ok = profiled_ids(variant, json.loads(measure.read_text()))
     log(f"profiling {len(ok)} configurations in one ncu process")
     if not ok:
         csv_path.write_text("")

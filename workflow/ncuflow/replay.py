@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import NcuflowError
 from .expand import PENDING
-from .harness import OK
+from .harness import plan_variant, profiled_ids
 from .ncu_csv import config_of, read_rows
 
 CAPTURES = Path("resources") / "captures"
@@ -69,8 +69,7 @@ def replay_profile(
     plan: dict[str, Any], measure: Path, folder: Path, out: Path, log: Callable[[str], None]
 ) -> None:
     """Copy the capture's CSV rows of the configurations that measured ok."""
-    measured = json.loads(measure.read_text())
-    ok = {c for c, rec in measured.items() if rec["status"] == OK}
+    ok = set(profiled_ids(plan_variant(plan)[1], json.loads(measure.read_text())))
     source = folder / plan["experiment"] / plan["variant"] / NCU_CSV
     if not ok:
         out.write_text("")

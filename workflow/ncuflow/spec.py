@@ -7,7 +7,8 @@ reference and any library baselines) and one file per variant:
 * ``<variant>.cu``: a CUDA kernel whose tunables are ``#ifndef``/``#define`` defaults,
   with its declaration (kernel name, parameters, restrictions, launch geometry) as YAML
   front matter in a ``/*--- ... ---*/`` comment;
-* ``<variant>.yaml``: a library baseline that calls a function of ``family.py``.
+* ``<variant>.yaml``: a library baseline that calls a function of ``family.py``, on the
+  GPU or, with ``runs_on: cpu``, on the host (timed with the host clock, never profiled).
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ import yaml
 from .errors import NcuflowError
 from .expr import Expr, ExprError
 
-DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "tf32": 4, "float64": 8}
+# Precisions that are a way of computing rather than a storage type: tf32 products read
+# and write float32 arrays. Every other dtype is stored as itself.
+STORAGE_DTYPE = {"tf32": "float32"}
+RUNS_ON = ("gpu", "cpu")
 # Names every expression may use besides the dimensions and the tunables.
 BUILTIN_NAMES = ("in_bytes", "out_bytes")
 
@@ -35,12 +40,17 @@ _FRONT_MATTER = re.compile(r"/\*---\s*\n(.*?)\n---\*/", re.DOTALL)
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VARIANT_KEYS = {
     "kernel", "idea", "params", "restrictions", "block", "grid", "static_smem",
-    "dynamic_smem", "smem_optin", "dtype", "out_dtype", "library", "baseline",
+    "dynamic_smem", "smem_optin", "dtype", "out_dtype", "library", "baseline", "runs_on",
 }  # fmt: skip
 _FAMILY_KEYS = {
     "name", "description", "dims", "dtype", "inputs", "outputs", "args", "flops",
     "min_bytes", "reference", "tolerance", "size_axis",
 }  # fmt: skip
+
+
+def storage_dtype(dtype: str) -> str:
+    """The array dtype that holds values of ``dtype`` (float32 for tf32)."""
+    return STORAGE_DTYPE.get(dtype, dtype)
 
 
 class SpecError(NcuflowError):
@@ -83,10 +93,16 @@ class Variant:
     out_dtype: str = "float32"
     library: str | None = None
     baseline: bool = False
+    runs_on: str = "gpu"
 
     @property
     def is_cuda(self) -> bool:
         return self.library is None
+
+    @property
+    def profiled(self) -> bool:
+        """Whether ncu profiles it: everything that runs on the GPU."""
+        return self.runs_on == "gpu"
 
     @functools.cached_property
     def source(self) -> str:
@@ -209,6 +225,12 @@ def _load_variant(path: Path, family: str, dims: tuple[str, ...], dtype: str) ->
         value = data.get(key, dtype)
         if value not in DTYPE_BYTES:
             raise SpecError(f"{path}: {key} {value!r} is not one of {', '.join(DTYPE_BYTES)}")
+    runs_on = data.get("runs_on", "gpu")
+    if runs_on not in RUNS_ON or (runs_on != "gpu" and path.suffix == ".cu"):
+        raise SpecError(
+            f"{path}: runs_on {runs_on!r} is not valid; expected gpu, or cpu for a .yaml "
+            "library variant"
+        )
     try:
         common: dict[str, Any] = {
             "name": name,
@@ -220,6 +242,7 @@ def _load_variant(path: Path, family: str, dims: tuple[str, ...], dtype: str) ->
             "dtype": data.get("dtype", dtype),
             "out_dtype": data.get("out_dtype", data.get("dtype", dtype)),
             "baseline": bool(data.get("baseline", False)),
+            "runs_on": runs_on,
         }
         if path.suffix == ".cu":
             for key in ("kernel", "block", "grid"):

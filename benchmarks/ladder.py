@@ -1,0 +1,88 @@
+"""The matmul ladder at one size, from a collected table, and the issue's three targets.
+
+Prints, for each variant, its fastest configuration at M = N = K = SIZE (parameters,
+TFLOP/s, share of the cuBLAS baseline of the same precision, bound), as a Markdown table,
+then checks: the best float32 kernel reaches 75 % of cublas_fp32; the best fp16 (WMMA)
+kernel 15 % of cublas_fp16; naive < coalesced_a < smem_tiled < every register-tiled rung.
+Works on a GPU run's table and on a replayed one.
+
+    python benchmarks/ladder.py [--table results/matmul_ladder/table.parquet] [--size 4096]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow"))
+
+from ncuflow.analysis import ladder  # noqa: E402
+from ncuflow.spec import load_family  # noqa: E402
+
+FP32_TARGET_PCT, FP16_TARGET_PCT = 75.0, 15.0
+ORDER = ["naive", "coalesced_a", "smem_tiled"]
+REGISTER_TILED = ["regtile_vd", "regtile_2d", "double_buffer", "warptile"]
+
+
+def markdown(rows: pd.DataFrame) -> str:
+    family = load_family(ROOT / "kernels", rows["family"].iloc[0])
+    lines = ["| variant | dtype | parameters | TFLOP/s | % of cuBLAS | bound |",
+             "|---|---|---|---:|---:|---|"]  # fmt: skip
+    for row in rows.itertuples():
+        params = family.variants[row.variant].params
+        shown = ", ".join(f"{p}={getattr(row, p)}" for p in params) or "–"
+        pct = "–" if pd.isna(row.pct_of_library) else f"{row.pct_of_library:.1f}"
+        bound = row.bound if isinstance(row.bound, str) and row.bound else "–"
+        cells = [row.variant, row.dtype, shown, f"{row.tflops:.2f}", pct, bound]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def targets(rows: pd.DataFrame) -> list[tuple[bool, str]]:
+    own = rows[~rows["baseline"].astype(bool)].set_index("variant")
+    checks = []
+    for dtype, target in (("float32", FP32_TARGET_PCT), ("float16", FP16_TARGET_PCT)):
+        kernels = own[own["dtype"] == dtype]
+        if kernels.empty or kernels["pct_of_library"].isna().all():
+            checks.append((False, f"no {dtype} kernel and cuBLAS {dtype} pair at this size"))
+            continue
+        best = kernels["pct_of_library"].idxmax()
+        pct = kernels.loc[best, "pct_of_library"]
+        checks.append((pct >= target, f"best {dtype} kernel {best}: {pct:.1f} % of cuBLAS "
+                                      f"(target {target:.0f} %)"))  # fmt: skip
+    tflops = own["tflops"]
+    ladder_steps = [v for v in ORDER if v in tflops] + [v for v in REGISTER_TILED if v in tflops]
+    rungs = [v for v in ORDER if v in tflops]
+    monotone = all(tflops[a] < tflops[b] for a, b in itertools.pairwise(rungs))
+    if "smem_tiled" in tflops:
+        monotone &= all(tflops[v] > tflops["smem_tiled"] for v in REGISTER_TILED if v in tflops)
+    shown = " < ".join(f"{v} {tflops[v]:.2f}" for v in ladder_steps)
+    checks.append((monotone, f"ladder naive < coalesced_a < smem_tiled < register-tiled: {shown}"))
+    return checks
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table", type=Path, default=ROOT / "results/matmul_ladder/table.parquet")
+    parser.add_argument("--size", type=int, default=4096)
+    args = parser.parse_args()
+    table = pd.read_parquet(args.table)
+    rows = ladder(table, {"M": args.size, "N": args.size, "K": args.size})
+    if rows.empty:
+        print(f"{args.table} has no ok configuration at M = N = K = {args.size}", file=sys.stderr)
+        return 1
+    print(markdown(rows))
+    print()
+    checks = targets(rows)
+    for passed, text in checks:
+        print(f"{'PASS' if passed else 'FAIL'}  {text}")
+    return 0 if all(passed for passed, _ in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

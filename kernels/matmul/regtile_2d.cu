@@ -1,0 +1,164 @@
+// regtile_2d: 2-D register blocking. A block computes a BM×BN tile of C with
+// (BM/TM)·(BN/TN) threads, each owning a TM×TN sub-tile in registers. Per step of BK along
+// K the block stages the A tile transposed (As[k][m]) and the B tile in shared memory, so a
+// thread reads TM consecutive A and TN consecutive B values of one k with float4 loads and
+// does TM·TN FMAs for TM/4 + TN/4 loads. Global loads are float4 when K % 4 == 0 (A) and
+// N % 4 == 0 (B), guarded scalars otherwise; outside the matrices the tiles are zero.
+// From reports 000 (TILESCALE_M×TILESCALE_N outputs per thread) and 001 (register tiling,
+// A transposed).
+// Tunables BM, BN, BK, TM, TN. Analytic DRAM traffic without reuse through L2 across
+// blocks: 4·(M·K·ceil(N/BN) + K·N·ceil(M/BM) + M·N) bytes.
+/*---
+kernel: matmul_regtile_2d
+idea: BM×BN block tiles, TM×TN outputs per thread; A transposed in shared memory, float4 fragment loads
+params:
+  BM: 128
+  BN: 128
+  BK: 16
+  TM: 8
+  TN: 8
+block: (BM // TM) * (BN // TN)
+grid: ceil_div(N, BN), ceil_div(M, BM)
+static_smem: (BK * (BM + 4) + BK * BN) * 4
+restrictions:
+  - TM % 4 == 0
+  - TN % 4 == 0
+  - BM % TM == 0
+  - BN % TN == 0
+  - BK % 4 == 0
+  # the threads must divide a row of each tile they copy, or the row the threads
+  # (A as float4 or floats along K, B as float4 or floats along N)
+  - (BM // TM) * (BN // TN) % (BK // 4) == 0 or (BK // 4) % ((BM // TM) * (BN // TN)) == 0
+  - (BM // TM) * (BN // TN) % (BK) == 0 or (BK) % ((BM // TM) * (BN // TN)) == 0
+  - (BM // TM) * (BN // TN) % (BN // 4) == 0 or (BN // 4) % ((BM // TM) * (BN // TN)) == 0
+  - (BM // TM) * (BN // TN) % (BN) == 0 or (BN) % ((BM // TM) * (BN // TN)) == 0
+---*/
+
+#include "sgemm_tiles.cuh"
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 16
+#endif
+#ifndef TM
+#define TM 8
+#endif
+#ifndef TN
+#define TN 8
+#endif
+
+constexpr int kThreadsN = BN / TN;
+constexpr int kThreads = (BM / TM) * kThreadsN;
+static_assert(TM % 4 == 0 && TN % 4 == 0, "fragments are read as float4");
+static_assert(BM % TM == 0 && BN % TN == 0, "thread tiles must divide the block tile");
+static_assert(BK % 4 == 0, "A is loaded in float4 groups along K");
+
+// The BM×BK tile of A at (row0, k0) into As[k][m], Vec = 4 or 1 consecutive floats of a
+// row of A per load, then Vec transposing stores. Threads share the tile by CopyPlan.
+template <int Vec>
+__device__ __forceinline__ void load_tile_a_transposed_by(float* As, const float* A, int M,
+                                                          int K, int row0, int k0, int tid) {
+  using Plan = CopyPlan<BM, BK / Vec, kThreads>;
+  const int m_first = tid / Plan::kWorkersPerRow;
+  const int k_first = (tid % Plan::kWorkersPerRow) * Vec;
+  const int row_first = row0 + m_first;
+  // Pointers of rows past M are formed but never dereferenced.
+  const float* src = A + static_cast<size_t>(row_first) * K + k0 + k_first;
+  const size_t pass_stride = static_cast<size_t>(Plan::kRowStep) * K;
+#pragma unroll
+  for (int p = 0; p < Plan::kRowPasses; ++p, src += pass_stride) {
+    const int m = m_first + p * Plan::kRowStep;
+    if (Plan::kRowGuard && m >= BM) break;
+    const bool row_inside = row0 + m < M;
+#pragma unroll
+    for (int q = 0; q < Plan::kColPasses; ++q) {
+      const int dk = q * Plan::kWorkersPerRow * Vec;
+      const bool inside = row_inside && k0 + k_first + dk < K;
+      float* const dst = As + (k_first + dk) * kAsLd<BM> + m;
+      if constexpr (Vec == 4) {
+        const float4 a = inside ? *reinterpret_cast<const float4*>(src + dk)
+                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        dst[0 * kAsLd<BM>] = a.x;
+        dst[1 * kAsLd<BM>] = a.y;
+        dst[2 * kAsLd<BM>] = a.z;
+        dst[3 * kAsLd<BM>] = a.w;
+      } else {
+        *dst = inside ? src[dk] : 0.0f;
+      }
+    }
+  }
+}
+
+// The BK×BN tile of B at (k0, col0) into Bs[k][n], Vec = 4 or 1 floats per load and store.
+template <int Vec>
+__device__ __forceinline__ void load_tile_b_by(float* Bs, const float* B, int K, int N, int k0,
+                                               int col0, int tid) {
+  using Plan = CopyPlan<BK, BN / Vec, kThreads>;
+  const int k_first = tid / Plan::kWorkersPerRow;
+  const int n_first = (tid % Plan::kWorkersPerRow) * Vec;
+  const int col_first = col0 + n_first;
+  const float* src = B + static_cast<size_t>(k0 + k_first) * N + col_first;
+  const size_t pass_stride = static_cast<size_t>(Plan::kRowStep) * N;
+#pragma unroll
+  for (int p = 0; p < Plan::kRowPasses; ++p, src += pass_stride) {
+    const int k = k_first + p * Plan::kRowStep;
+    if (Plan::kRowGuard && k >= BK) break;
+    const bool row_inside = k0 + k < K;
+#pragma unroll
+    for (int q = 0; q < Plan::kColPasses; ++q) {
+      const int dn = q * Plan::kWorkersPerRow * Vec;
+      const bool inside = row_inside && col_first + dn < N;
+      float* const dst = Bs + k * BN + n_first + dn;
+      if constexpr (Vec == 4) {
+        *reinterpret_cast<float4*>(dst) = inside ? *reinterpret_cast<const float4*>(src + dn)
+                                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      } else {
+        *dst = inside ? src[dn] : 0.0f;
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+matmul_regtile_2d(const float* __restrict__ A, const float* __restrict__ B,
+                  float* __restrict__ C, int M, int N, int K) {
+  __shared__ __align__(16) float As[BK * kAsLd<BM>];
+  __shared__ __align__(16) float Bs[BK * BN];
+  const int tid = threadIdx.x;
+  const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+  // The thread's TM rows and TN columns are contiguous.
+  const int a_col = (tid / kThreadsN) * TM, b_col = (tid % kThreadsN) * TN;
+
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+  }
+
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    // float4 loads need 16-byte aligned rows: K % 4 == 0 for A, N % 4 == 0 for B. Then a
+    // group of 4 (k0, col0 and the offsets being multiples of 4) is wholly inside or out.
+    if ((K & 3) == 0) {
+      load_tile_a_transposed_by<4>(As, A, M, K, row0, k0, tid);
+    } else {
+      load_tile_a_transposed_by<1>(As, A, M, K, row0, k0, tid);
+    }
+    if ((N & 3) == 0) {
+      load_tile_b_by<4>(Bs, B, K, N, k0, col0, tid);
+    } else {
+      load_tile_b_by<1>(Bs, B, K, N, k0, col0, tid);
+    }
+    __syncthreads();
+    accumulate_tile<BK, kAsLd<BM>, BN, TM, TN, 4, 4>(As, Bs, a_col, b_col, acc);
+    // The tiles are overwritten by the next step.
+    __syncthreads();
+  }
+
+  store_c_tile<TM, TN, 4, 4>(C, M, N, row0 + a_col, col0 + b_col, acc);
+}
