@@ -56,12 +56,12 @@ def targets(rows: pd.DataFrame) -> list[tuple[bool, str]]:
         checks.append((pct >= target, f"best {dtype} kernel {best}: {pct:.1f} % of cuBLAS "
                                       f"(target {target:.0f} %)"))  # fmt: skip
     tflops = own["tflops"]
-    ladder_steps = [v for v in ORDER if v in tflops] + [v for v in REGISTER_TILED if v in tflops]
     rungs = [v for v in ORDER if v in tflops]
+    register_tiled = [v for v in REGISTER_TILED if v in tflops]
     monotone = all(tflops[a] < tflops[b] for a, b in itertools.pairwise(rungs))
     if "smem_tiled" in tflops:
-        monotone &= all(tflops[v] > tflops["smem_tiled"] for v in REGISTER_TILED if v in tflops)
-    shown = " < ".join(f"{v} {tflops[v]:.2f}" for v in ladder_steps)
+        monotone &= all(tflops[v] > tflops["smem_tiled"] for v in register_tiled)
+    shown = " < ".join(f"{v} {tflops[v]:.2f}" for v in rungs + register_tiled)
     checks.append((monotone, f"ladder naive < coalesced_a < smem_tiled < register-tiled: {shown}"))
     return checks
 

@@ -79,7 +79,7 @@ matmul_double_buffer(const float* __restrict__ A, const float* __restrict__ B,
 
   // K >= 1, so there is always a slice 0.
   cp_async_tile_a_transposed<BM, BK, kThreads>(smem, A, M, K, row0, 0, tid);
-  cp_async_tile_b<BK, BN, kThreads>(smem + kAsFloats, B, K, N, 0, col0, tid);
+  copy_tile_b<BK, BN, kThreads, true>(smem + kAsFloats, B, K, N, 0, col0, tid);
   cp_async_commit();
 
   for (int t = 0; t < num_slices; ++t) {
@@ -93,7 +93,7 @@ matmul_double_buffer(const float* __restrict__ A, const float* __restrict__ B,
       float* const next = smem + ((t + 1) & 1) * kStageFloats;
       const int k0 = (t + 1) * BK;
       cp_async_tile_a_transposed<BM, BK, kThreads>(next, A, M, K, row0, k0, tid);
-      cp_async_tile_b<BK, BN, kThreads>(next + kAsFloats, B, K, N, k0, col0, tid);
+      copy_tile_b<BK, BN, kThreads, true>(next + kAsFloats, B, K, N, k0, col0, tid);
       cp_async_commit();
     }
     accumulate_tile<BK, kAsLd<BM>, BN, TM, TN, 4, 4>(stage, stage + kAsFloats, a_col, b_col,

@@ -94,36 +94,6 @@ __device__ __forceinline__ void load_tile_a_transposed_by(float* As, const float
   }
 }
 
-// The BK×BN tile of B at (k0, col0) into Bs[k][n], Vec = 4 or 1 floats per load and store.
-template <int Vec>
-__device__ __forceinline__ void load_tile_b_by(float* Bs, const float* B, int K, int N, int k0,
-                                               int col0, int tid) {
-  using Plan = CopyPlan<BK, BN / Vec, kThreads>;
-  const int k_first = tid / Plan::kWorkersPerRow;
-  const int n_first = (tid % Plan::kWorkersPerRow) * Vec;
-  const int col_first = col0 + n_first;
-  const float* src = B + static_cast<size_t>(k0 + k_first) * N + col_first;
-  const size_t pass_stride = static_cast<size_t>(Plan::kRowStep) * N;
-#pragma unroll
-  for (int p = 0; p < Plan::kRowPasses; ++p, src += pass_stride) {
-    const int k = k_first + p * Plan::kRowStep;
-    if (Plan::kRowGuard && k >= BK) break;
-    const bool row_inside = k0 + k < K;
-#pragma unroll
-    for (int q = 0; q < Plan::kColPasses; ++q) {
-      const int dn = q * Plan::kWorkersPerRow * Vec;
-      const bool inside = row_inside && col_first + dn < N;
-      float* const dst = Bs + k * BN + n_first + dn;
-      if constexpr (Vec == 4) {
-        *reinterpret_cast<float4*>(dst) = inside ? *reinterpret_cast<const float4*>(src + dn)
-                                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      } else {
-        *dst = inside ? src[dn] : 0.0f;
-      }
-    }
-  }
-}
-
 extern "C" __global__ void __launch_bounds__(kThreads)
 matmul_regtile_2d(const float* __restrict__ A, const float* __restrict__ B,
                   float* __restrict__ C, int M, int N, int K) {
@@ -149,11 +119,7 @@ matmul_regtile_2d(const float* __restrict__ A, const float* __restrict__ B,
     } else {
       load_tile_a_transposed_by<1>(As, A, M, K, row0, k0, tid);
     }
-    if ((N & 3) == 0) {
-      load_tile_b_by<4>(Bs, B, K, N, k0, col0, tid);
-    } else {
-      load_tile_b_by<1>(Bs, B, K, N, k0, col0, tid);
-    }
+    copy_tile_b<BK, BN, kThreads, false>(Bs, B, K, N, k0, col0, tid);
     __syncthreads();
     accumulate_tile<BK, kAsLd<BM>, BN, TM, TN, 4, 4>(As, Bs, a_col, b_col, acc);
     // The tiles are overwritten by the next step.

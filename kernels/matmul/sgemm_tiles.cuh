@@ -1,6 +1,6 @@
 // sgemm_tiles.cuh: pieces shared by the 2-D register-blocked SGEMM variants (regtile_2d,
 // double_buffer, warptile): the shared-memory tile layout, how threads share a tile copy,
-// cp.async wrappers and the asynchronous tile loaders, the per-thread inner product over
+// cp.async wrappers and the tile loaders, the per-thread inner product over
 // one staged tile, and the guarded store of a thread's outputs.
 //
 // Layout of one staged K-slice: the A tile (TileM×TileK) is kept transposed, As[k][m] with
@@ -65,7 +65,7 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 }
 
-// ---- Asynchronous tile loaders: each of the Threads threads (tid) issues its share.
+// ---- Tile loaders: each of the Threads threads (tid) issues its share.
 
 // The TileM×TileK tile of A at (row0, k0) into As[k][m]. A copy cannot transpose, so each
 // cp.async moves one float. A warp copies a cell of 4 rows × 8 consecutive k per
@@ -97,10 +97,11 @@ __device__ __forceinline__ void cp_async_tile_a_transposed(float* As, const floa
   }
 }
 
-// The TileK×TileN tile of B at (k0, col0) into Bs[k][n], Vec = 4 or 1 floats per copy.
-template <int TileK, int TileN, int Threads, int Vec>
-__device__ __forceinline__ void cp_async_tile_b_by(float* Bs, const float* B, int K, int N,
-                                                   int k0, int col0, int tid) {
+// The TileK×TileN tile of B at (k0, col0) into Bs[k][n], Vec = 4 or 1 floats per copy:
+// with cp.async when Async (zero-filled through src-size), else loads and stores.
+template <int TileK, int TileN, int Threads, int Vec, bool Async>
+__device__ __forceinline__ void copy_tile_b_by(float* Bs, const float* B, int K, int N, int k0,
+                                               int col0, int tid) {
   using Plan = CopyPlan<TileK, TileN / Vec, Threads>;
   const int k_first = tid / Plan::kWorkersPerRow;
   const int n_first = (tid % Plan::kWorkersPerRow) * Vec;
@@ -117,10 +118,15 @@ __device__ __forceinline__ void cp_async_tile_b_by(float* Bs, const float* B, in
       const int dn = q * Plan::kWorkersPerRow * Vec;
       const bool inside = row_inside && col_first + dn < N;
       float* const dst = Bs + (k_first + dk) * TileN + n_first + dn;
-      if constexpr (Vec == 4) {
+      if constexpr (Async && Vec == 4) {
         cp_async_16(dst, src + dn, inside ? 16 : 0);
-      } else {
+      } else if constexpr (Async) {
         cp_async_4(dst, src + dn, inside ? 4 : 0);
+      } else if constexpr (Vec == 4) {
+        *reinterpret_cast<float4*>(dst) = inside ? *reinterpret_cast<const float4*>(src + dn)
+                                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      } else {
+        *dst = inside ? src[dn] : 0.0f;
       }
     }
   }
@@ -129,14 +135,14 @@ __device__ __forceinline__ void cp_async_tile_b_by(float* Bs, const float* B, in
 // When N % 4 == 0 every row of B starts 16-byte aligned and, col0 and the offsets being
 // multiples of 4, a group of 4 columns lies wholly inside or wholly outside B: one 16-byte
 // copy per group. Otherwise one float per copy.
-template <int TileK, int TileN, int Threads>
-__device__ __forceinline__ void cp_async_tile_b(float* Bs, const float* B, int K, int N, int k0,
-                                                int col0, int tid) {
+template <int TileK, int TileN, int Threads, bool Async>
+__device__ __forceinline__ void copy_tile_b(float* Bs, const float* B, int K, int N, int k0,
+                                            int col0, int tid) {
   static_assert(TileN % 4 == 0, "B rows are copied in groups of 4 floats");
   if ((N & 3) == 0) {
-    cp_async_tile_b_by<TileK, TileN, Threads, 4>(Bs, B, K, N, k0, col0, tid);
+    copy_tile_b_by<TileK, TileN, Threads, 4, Async>(Bs, B, K, N, k0, col0, tid);
   } else {
-    cp_async_tile_b_by<TileK, TileN, Threads, 1>(Bs, B, K, N, k0, col0, tid);
+    copy_tile_b_by<TileK, TileN, Threads, 1, Async>(Bs, B, K, N, k0, col0, tid);
   }
 }
 

@@ -120,7 +120,7 @@ matmul_warptile(const float* __restrict__ A, const float* __restrict__ B,
     if (s < num_slices) {
       float* const stage = smem + s * kStageFloats;
       cp_async_tile_a_transposed<BM, BK, kThreads>(stage, A, M, K, row0, s * BK, tid);
-      cp_async_tile_b<BK, BN, kThreads>(stage + kAsFloats, B, K, N, s * BK, col0, tid);
+      copy_tile_b<BK, BN, kThreads, true>(stage + kAsFloats, B, K, N, s * BK, col0, tid);
     }
     cp_async_commit();
   }
@@ -136,7 +136,7 @@ matmul_warptile(const float* __restrict__ A, const float* __restrict__ B,
     if (next < num_slices) {
       float* const stage = smem + write_stage * kStageFloats;
       cp_async_tile_a_transposed<BM, BK, kThreads>(stage, A, M, K, row0, next * BK, tid);
-      cp_async_tile_b<BK, BN, kThreads>(stage + kAsFloats, B, K, N, next * BK, col0, tid);
+      copy_tile_b<BK, BN, kThreads, true>(stage + kAsFloats, B, K, N, next * BK, col0, tid);
     }
     cp_async_commit();
 

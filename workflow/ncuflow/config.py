@@ -112,7 +112,7 @@ class Study:
             "family": exp.family.name,
             "variant": variant,
             "kernels_dir": str(self.kernels_dir),
-            "family_fingerprint": exp.family.fingerprint(),
+            "family_fingerprint": exp.family.fingerprint,
             "seed": self.config["seed"],
             "timing": self.config["timing"],
             "configs": exp.configs[variant],

@@ -162,7 +162,7 @@ def build_launcher(
     # CuPy's cache keys on the source and the options, not on included headers: the
     # family's fingerprint (every file of its folder) makes a changed header recompile
     options = ("-std=c++17", "-lineinfo", f"-I{variant.path.parent.resolve()}",
-               *_toolkit_includes(), f"-DNCUFLOW_FAMILY_HASH={family.fingerprint()}",
+               *_toolkit_includes(), f"-DNCUFLOW_FAMILY_HASH={family.fingerprint}",
                *defines)  # fmt: skip
     module = cp.RawModule(code=variant.source, options=options)
     fn = module.get_function(variant.kernel)

@@ -152,8 +152,10 @@ class Family:
             raise SpecError(f"{self.folder / 'family.py'}: has no function {name!r}")
         return fn
 
+    @functools.cached_property
     def fingerprint(self) -> str:
-        """Hash of everything in the family folder that decides a measurement."""
+        """Hash of everything in the family folder that decides a measurement (read once
+        per process, like the rest of the family)."""
         digest = hashlib.sha256()
         for path in sorted(self.folder.iterdir()):
             if path.suffix in {".yaml", ".py", ".cu", ".cuh"}:
