@@ -59,7 +59,7 @@ wildcard_constraints:
 include: "workflow/rules/plan.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/profile.smk"
-include: "workflow/rules/parse.smk"
+include: "workflow/rules/derive.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/plot.smk"
 include: "workflow/rules/device.smk"

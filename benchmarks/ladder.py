@@ -31,14 +31,15 @@ REGISTER_TILED = ["regtile_vd", "regtile_2d", "double_buffer", "warptile"]
 
 def markdown(rows: pd.DataFrame) -> str:
     family = load_family(ROOT / "kernels", rows["family"].iloc[0])
-    lines = ["| variant | dtype | parameters | TFLOP/s | % of cuBLAS | bound |",
-             "|---|---|---|---:|---:|---|"]  # fmt: skip
+    lines = ["| variant | dtype | parameters | TFLOP/s | % of cuBLAS | roof | bound (level) |",
+             "|---|---|---|---:|---:|---|---|"]  # fmt: skip
     for row in rows.itertuples():
         params = family.variants[row.variant].params
         shown = ", ".join(f"{p}={getattr(row, p)}" for p in params) or "–"
         pct = "–" if pd.isna(row.pct_of_library) else f"{row.pct_of_library:.1f}"
-        bound = row.bound if isinstance(row.bound, str) and row.bound else "–"
-        cells = [row.variant, row.dtype, shown, f"{row.tflops:.2f}", pct, bound]
+        bound = f"{row.bound} ({row.bound_level})" if isinstance(row.bound, str) else "–"
+        roof = row.roof if isinstance(row.roof, str) and row.roof else "–"
+        cells = [row.variant, row.dtype, shown, f"{row.tflops:.2f}", pct, roof, bound]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

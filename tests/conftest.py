@@ -3,11 +3,15 @@ CUDA device with CuPy and ncu (CI); run them on the GPU machine with `pytest -m 
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,3 +67,47 @@ def minimal_config(**experiment: object) -> dict:
     }
     base.update(experiment)
     return {"kernels_dir": str(ROOT / "kernels"), "experiments": {"sq": base}}
+
+
+CAPTURES = ROOT / "resources" / "captures"
+# Each committed capture and the study it holds (every study names its capture).
+STUDIES = {
+    "h100-sxm": ROOT / "config.yaml",
+    **{f"h100-sxm-{p.stem}": p for p in sorted((ROOT / "experiments").glob("*.yaml"))},
+}
+
+
+@functools.cache
+def replayed(capture: str) -> dict[str, pd.DataFrame]:
+    """A capture's study replayed through the stages' functions (no Snakemake): its
+    collected table per experiment."""
+    import yaml
+
+    from ncuflow.collect import collect
+    from ncuflow.config import load_study
+    from ncuflow.derive import config_metrics
+    from ncuflow.replay import replay_device, replay_measure, replay_profile
+
+    config = yaml.safe_load(STUDIES[capture].read_text())
+    config["kernels_dir"] = str(ROOT / "kernels")
+    study = load_study(config)
+    folder, work = CAPTURES / capture, Path(tempfile.mkdtemp(prefix=f"replay-{capture}-"))
+    replay_device(folder, work / "device.json")
+    tables = {}
+    for name in study.experiments:
+        jobs = []
+        for experiment, variant in study.jobs():
+            if experiment != name:
+                continue
+            base = work / f"{experiment}.{variant}"
+            plan = study.plan(experiment, variant)
+            Path(f"{base}.plan.json").write_text(json.dumps(plan))
+            replay_measure(plan, folder, Path(f"{base}.measure.json"), lambda line: None)
+            replay_profile(plan, Path(f"{base}.measure.json"), folder,
+                           Path(f"{base}.long.parquet"), lambda line: None)  # fmt: skip
+            long = pd.read_parquet(f"{base}.long.parquet")
+            config_metrics(long).to_parquet(f"{base}.metrics.parquet")
+            jobs.append(tuple(Path(f"{base}.{s}") for s in ("plan.json", "measure.json",
+                                                           "metrics.parquet")))  # fmt: skip
+        tables[name] = collect(name, jobs, work / "device.json", work / f"{name}.parquet")
+    return tables

@@ -10,7 +10,14 @@ from ncuflow.errors import ConfigError
 def test_defaults_are_filled_in() -> None:
     study = load_study(minimal_config())
     assert study.config["mode"] == "auto"
-    assert study.config["timing"] == {"warmup": 3, "repeats": 20, "flush_l2": True}
+    assert study.config["timing"] == {
+        "warmup": 3,
+        "min_repeats": 20,
+        "max_repeats": 2000,
+        "target_ci_pct": 1.0,
+        "budget_s": 2.0,
+        "flush_l2": True,
+    }
     assert "SpeedOfLight_RooflineChart" in study.config["ncu"]["sections"]
     assert study.config["ncu"]["clock_control"] == "none"
     assert study.count() == (4, 4)

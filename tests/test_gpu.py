@@ -6,12 +6,13 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from conftest import ROOT
 from ncuflow.config import load_study
-from ncuflow.ncu_csv import config_metrics, read_long
+from ncuflow.derive import config_metrics
 from ncuflow.profile import profile_stage
 from ncuflow.spec import load_family
 
@@ -59,7 +60,8 @@ def _measure(tmp_path: Path, kernels: Path, experiments: dict) -> dict[str, dict
     """Every (experiment, variant) through the measure stage; records by variant."""
     from ncuflow.harness import measure_stage
 
-    config = {"kernels_dir": str(kernels), "timing": {"warmup": 1, "repeats": 5},
+    config = {"kernels_dir": str(kernels), "timing": {"warmup": 1, "min_repeats": 5,
+                                                      "max_repeats": 5},
               "experiments": experiments}  # fmt: skip
     study = load_study(config)
     found: dict[str, dict] = {}
@@ -140,13 +142,14 @@ def test_one_ncu_process_profiles_every_ok_configuration(tmp_path: Path, kernels
     found = _measure(tmp_path, kernels, experiments)["naive"]
     plan, measure = tmp_path / "p.naive.plan.json", tmp_path / "p.naive.measure.json"
     csv_path, report = tmp_path / "raw.csv", tmp_path / "profile.ncu-rep"
+    long_path = tmp_path / "ncu_long.parquet"
     study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
     ncu = study.config["ncu"]
-    profile_stage(plan, measure, csv_path, report, ncu["path"], ncu["sections"],
+    profile_stage(plan, measure, long_path, csv_path, report, ncu["path"], ncu["sections"],
                   ncu["clock_control"], [], lambda line: None)  # fmt: skip
-    assert report.stat().st_size > 0
-    metrics = config_metrics(read_long(csv_path))
+    assert report.stat().st_size > 0 and csv_path.stat().st_size > 0
+    metrics = config_metrics(pd.read_parquet(long_path))
     assert sorted(metrics["config_id"]) == sorted(found)
     for row in metrics.itertuples():
         m = int(re.search(r"_M=(\d+)", row.config_id).group(1))
-        assert row.flops_counted == 2 * m**3
+        assert row.flops_fp32 == 2 * m**3

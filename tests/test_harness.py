@@ -10,7 +10,9 @@ from conftest import minimal_config
 from ncuflow import records
 from ncuflow.config import load_study
 from ncuflow.errors import NcuflowError
-from ncuflow.harness import LAUNCH_ERROR, measure_stage, timing_stats
+from ncuflow.harness import measure_stage
+from ncuflow.timing import timing_stats
+from ncuflow.vocab import LAUNCH_ERROR
 
 
 def test_timing_stats() -> None:

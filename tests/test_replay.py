@@ -2,11 +2,11 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from conftest import CAPTURE, ROOT
 from ncuflow.errors import NcuflowError
-from ncuflow.ncu_csv import read_long
 from ncuflow.replay import capture_dir, replay_measure, replay_profile, save_capture
 
 
@@ -25,9 +25,11 @@ def test_replay_copies_exactly_the_planned_records(tmp_path: Path) -> None:
     records = json.loads(out.read_text())
     assert list(records) == [c["config_id"] for c in plan["configs"]]
     assert all(r["status"] == "ok" and r["time_ms"] > 0 for r in records.values())
-    csv_out = tmp_path / "ncu_raw.csv"
-    replay_profile(plan, out, CAPTURE, csv_out, lambda line: None)
-    assert sorted(read_long(csv_out)["config_id"].unique()) == sorted(records)
+    long_out = tmp_path / "ncu_long.parquet"
+    replay_profile(plan, out, CAPTURE, long_out, lambda line: None)
+    long = pd.read_parquet(long_out)
+    assert sorted(long["config_id"].unique()) == sorted(records)
+    assert long["value"].dtype == "float64" and len(long) > 500 * len(records)
 
 
 def test_a_configuration_missing_from_the_capture_is_an_error_naming_it(tmp_path: Path) -> None:
@@ -41,22 +43,22 @@ def test_missing_ncu_rows_are_an_error_too(tmp_path: Path) -> None:
     replay_measure(plan, CAPTURE, measure, lambda line: None)
     empty = tmp_path / "capture"
     shutil.copytree(CAPTURE, empty)
-    (empty / "matmul_ladder" / "naive" / "ncu_raw.csv").write_text("")
+    (empty / "matmul_ladder" / "naive" / "ncu_long.parquet").unlink()
     with pytest.raises(NcuflowError, match="no ncu profile of configuration"):
-        replay_profile(plan, measure, empty, tmp_path / "x.csv", lambda line: None)
+        replay_profile(plan, measure, empty, tmp_path / "x.parquet", lambda line: None)
 
 
 def test_a_host_variant_has_no_ncu_rows_to_replay(tmp_path: Path) -> None:
     plan = {**_plan([1024]), "variant": "cpu_blas"}
     measure = tmp_path / "measure.json"
     measure.write_text(json.dumps({plan["configs"][0]["config_id"]: {"status": "ok"}}))
-    csv_out = tmp_path / "ncu_raw.csv"
-    replay_profile(plan, measure, tmp_path / "no-capture", csv_out, lambda line: None)
-    assert csv_out.read_text() == "" and read_long(csv_out).empty
+    long_out = tmp_path / "ncu_long.parquet"
+    replay_profile(plan, measure, tmp_path / "no-capture", long_out, lambda line: None)
+    assert pd.read_parquet(long_out).empty
 
 
 def test_unknown_capture_lists_the_ones_there() -> None:
-    with pytest.raises(NcuflowError, match="captures here: h100-sxm"):
+    with pytest.raises(NcuflowError, match="captures here: h100-sxm, h100-sxm-coarsening"):
         capture_dir(ROOT, "a100")
 
 
@@ -64,3 +66,16 @@ def test_a_replay_is_never_saved_as_a_capture(tmp_path: Path) -> None:
     (tmp_path / "device.json").write_text(json.dumps({"replayed_from": "h100-sxm"}))
     with pytest.raises(NcuflowError, match="holds a replay"):
         save_capture(tmp_path, tmp_path, "x", [], "cmd")
+
+
+def test_a_capture_keeps_the_exact_values_and_the_gpu_table(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    source = CAPTURE / "matmul_ladder"
+    shutil.copytree(source, results / "matmul_ladder")
+    shutil.copy2(CAPTURE / "device.json", results / "device.json")
+    folder = save_capture(results, tmp_path, "again", [("matmul_ladder", "naive")], "cmd")
+    for name in ("measure.json", "ncu_long.parquet"):
+        saved = folder / "matmul_ladder" / "naive" / name
+        assert saved.read_bytes() == (source / "naive" / name).read_bytes()
+    assert (folder / "matmul_ladder" / "table.parquet").is_file()
+    assert json.loads((folder / "capture.json").read_text())["device"] == "NVIDIA H100 80GB HBM3"

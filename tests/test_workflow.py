@@ -52,7 +52,7 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert cublas["gflops"] == pytest.approx(2 * 4096**3 / cublas["time_ms"] / 1e6)
     assert 40_000 < cublas["gflops"] < 67_000  # H100 SXM FP32: below its 67 TFLOP/s peak
     on_gpu = table["runs_on"] == "gpu"
-    assert set(table.loc[on_gpu, "bound"]) <= {"memory", "compute"}
+    assert set(table.loc[on_gpu, "bound"]) == {"memory", "compute", "latency"}
     host = table[~on_gpu]  # cpu_blas: timed on the host, never profiled
     assert set(host["variant"]) == {"cpu_blas"} and host["ncu_time_ms"].isna().all()
     assert (host["error"] == "").all()
@@ -62,7 +62,15 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
         assert png.startswith(b"\x89PNG") and len(png) > 20_000
         svg = (results / f"{figure}.svg").read_text()
         assert "replayed from capture h100-sxm, 2026-11-23" in svg
-    assert "FP16 tensor peak" in (results / "roofline.svg").read_text()
+    roofs = (results / "roofline.svg").read_text()
+    assert "FP16 tensor dense peak" in roofs and "TF32 tensor dense peak" in roofs
+    # replay reproduces the table the GPU run itself wrote, value for value
+    gpu = pd.read_parquet(ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder"
+                          / "table.parquet")  # fmt: skip
+    assert list(gpu.columns) == list(table.columns)
+    numeric = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])]
+    pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
+    assert (table["bound_level"] == gpu["bound_level"]).all()
     ladder = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "ladder.py"), "--table",
          str(results / "table.parquet")], capture_output=True, text=True,
@@ -87,6 +95,17 @@ def test_a_report_experiment_replays_from_its_own_capture(workflow_copy: Path) -
     assert set(table["variant"]) == {"smem_tiled", "regtile_vd", "cublas_fp32"}
 
 
+def test_a_family_that_only_moves_bytes_replays_end_to_end(workflow_copy: Path) -> None:
+    proc = snakemake(workflow_copy, "--cores", "2", "--configfile", "experiments/transpose.yaml",
+                     "--config", "mode=replay")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = workflow_copy / "results" / "transpose"
+    table = pd.read_parquet(results / "table.parquet")
+    assert len(table) == 25 and (table["status"] == "ok").all() and (table["gbps"] > 0).all()
+    assert "DRAM theoretical" in (results / "roofline.svg").read_text()
+    assert "GB/s" in (results / "gflops_vs_size.svg").read_text()
+
+
 def test_configuration_missing_from_the_capture_is_an_error_naming_it(workflow_copy: Path) -> None:
     _write_config(
         workflow_copy,
@@ -106,7 +125,8 @@ def test_configuration_missing_from_the_capture_is_an_error_naming_it(workflow_c
     ("experiments", "config", "message"),
     [
         ({"e": {"family": "mm", "sizes": {"M": 8}, "variants": {"naive": None}}}, [],
-         "ncuflow: config error at experiments.e.family: unknown family 'mm'; valid: matmul"),
+         "ncuflow: config error at experiments.e.family: unknown family 'mm'; valid: matmul, "
+         "transpose"),
         ({"e": {"family": "matmul", "sizes": {"M": [8, -1], "N": "M", "K": "M"},
                 "variants": {"naive": None}}}, [],
          "ncuflow: config error at experiments.e.sizes.M[1]: -1 is less than the minimum of 1"),

@@ -7,6 +7,9 @@
 // Analytic DRAM traffic without reuse through L2 across blocks: A is read once per block
 // column, 4·M·K·ceil(N/BLOCK_X); B once per block if L1 serves the block's BLOCK_Y thread
 // rows (they read the same B rows), 4·K·N·ceil(M/BLOCK_Y), else 4·M·N·K; plus 4·M·N for C.
+// At M=N=K=2049 (BLOCK_X 32, BLOCK_Y 8) the edge blocks' threads outside C still compute
+// (rows padded to 2056, columns to 2080) but the last K step stops at K: +0.32 GFLOP,
+// executed_flops / flops = 1.019.
 /*---
 kernel: matmul_coalesced_a
 idea: one thread per C element; A tiles staged in shared memory, B read straight from global memory
@@ -16,6 +19,8 @@ params:
 block: BLOCK_X, BLOCK_Y
 grid: ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y)
 static_smem: BLOCK_Y * BLOCK_X * 4
+executed_flops: 2 * round_up(M, BLOCK_Y) * round_up(N, BLOCK_X) * K
+model_dram_bytes: (M * K * ceil_div(N, BLOCK_X) + K * N * ceil_div(M, BLOCK_Y)) * in_bytes + M * N * out_bytes
 restrictions:
   - BLOCK_X >= 1 and BLOCK_Y >= 1
 ---*/

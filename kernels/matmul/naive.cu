@@ -2,8 +2,12 @@
 // global memory, so every operand is fetched K times in total from the cache hierarchy;
 // only the caches stand between this kernel and 2·M·N·K·4 bytes of traffic.
 // From reports 003 and 004 (their first rung).
-// Analytic DRAM traffic with perfect caching: 4·(M·K + K·N + M·N) bytes; without reuse
-// in the caches: 4·(2·M·N·K + M·N).
+// Analytic DRAM traffic: with perfect caching 4·(M·K + K·N + M·N) bytes; with no reuse in
+// any cache 4·(2·M·N·K + M·N). Without reuse through L2 across blocks, L1 serving each
+// block's BLOCK_Y rows of A and BLOCK_X columns of B (its warps walk them together along K):
+// 4·(M·K·ceil(N/BLOCK_X) + K·N·ceil(M/BLOCK_Y) + M·N) bytes (model_dram_bytes).
+// At M=N=K=2049 nothing is padded: threads outside C return before the loop, so
+// executed_flops / flops = 1.000.
 /*---
 kernel: matmul_naive
 idea: one thread per C element; A and B read straight from global memory
@@ -12,6 +16,8 @@ params:
   BLOCK_Y: 16
 block: BLOCK_X, BLOCK_Y
 grid: ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y)
+executed_flops: 2 * M * N * K
+model_dram_bytes: (M * K * ceil_div(N, BLOCK_X) + K * N * ceil_div(M, BLOCK_Y)) * in_bytes + M * N * out_bytes
 ---*/
 
 #ifndef BLOCK_X

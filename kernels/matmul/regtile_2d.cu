@@ -8,6 +8,8 @@
 // A transposed).
 // Tunables BM, BN, BK, TM, TN. Analytic DRAM traffic without reuse through L2 across
 // blocks: 4·(M·K·ceil(N/BN) + K·N·ceil(M/BM) + M·N) bytes.
+// At M=N=K=2049 every thread computes its whole TM×TN sub-tile over zero-filled tiles: M
+// and N padded to 2176 (BM, BN 128), K to 2064 (BK 16): executed_flops / flops = 1.136.
 /*---
 kernel: matmul_regtile_2d
 idea: BM×BN block tiles, TM×TN outputs per thread; A transposed in shared memory, float4 fragment loads
@@ -20,6 +22,8 @@ params:
 block: (BM // TM) * (BN // TN)
 grid: ceil_div(N, BN), ceil_div(M, BM)
 static_smem: (BK * (BM + 4) + BK * BN) * 4
+executed_flops: 2 * round_up(M, BM) * round_up(N, BN) * round_up(K, BK)
+model_dram_bytes: (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) * in_bytes + M * N * out_bytes
 restrictions:
   - TM % 4 == 0
   - TN % 4 == 0

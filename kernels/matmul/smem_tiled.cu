@@ -5,6 +5,9 @@
 // so any M, N, K works. From reports 001, 003 and 004.
 // Analytic DRAM traffic without help from L2: A is read N/TILE times and B M/TILE times:
 // 4·(M·K·ceil(N/TILE) + K·N·ceil(M/TILE) + M·N) bytes.
+// At M=N=K=2049 every thread of the edge blocks multiplies zero-padded tiles: M, N and K are
+// padded to a multiple of TILE (2064 for TILE 16, 2080 for 32): executed_flops / flops =
+// 1.022 (TILE 16) or 1.046 (TILE 32).
 /*---
 kernel: matmul_smem_tiled
 idea: TILE×TILE tiles of A and B staged in shared memory; one output per thread
@@ -13,6 +16,8 @@ params:
 block: TILE, TILE
 grid: ceil_div(N, TILE), ceil_div(M, TILE)
 static_smem: 2 * TILE * TILE * 4
+executed_flops: 2 * round_up(M, TILE) * round_up(N, TILE) * round_up(K, TILE)
+model_dram_bytes: (M * K * ceil_div(N, TILE) + K * N * ceil_div(M, TILE)) * in_bytes + M * N * out_bytes
 restrictions:
   - TILE >= 1
 ---*/

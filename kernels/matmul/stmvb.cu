@@ -7,6 +7,10 @@
 // Analytic DRAM traffic without reuse through L2 across blocks: A is read
 // N/(PARALLEL·BLOCK_SIZE) times and B M/(PARALLEL·BLOCK_SIZE) times:
 // 4·(M·K·ceil(N/(PARALLEL·BLOCK_SIZE)) + K·N·ceil(M/(PARALLEL·BLOCK_SIZE)) + M·N) bytes.
+// At M=N=K=2049 all threads compute all PARALLEL×PARALLEL outputs over zero-padded tiles:
+// M and N are padded to a multiple of PARALLEL·BLOCK_SIZE (2080 for 2×16, 2176 for 8×16), K
+// to a multiple of BLOCK_SIZE (2064): executed_flops / flops = 1.038 (defaults) or 1.136
+// (BLOCK_SIZE 16, PARALLEL 8).
 /*---
 kernel: matmul_stmvb
 idea: each thread computes the same element of PARALLEL×PARALLEL neighbouring tiles of C
@@ -16,6 +20,8 @@ params:
 block: BLOCK_SIZE, BLOCK_SIZE
 grid: ceil_div(N, PARALLEL * BLOCK_SIZE), ceil_div(M, PARALLEL * BLOCK_SIZE)
 static_smem: 2 * PARALLEL * BLOCK_SIZE * BLOCK_SIZE * 4
+executed_flops: 2 * round_up(M, PARALLEL * BLOCK_SIZE) * round_up(N, PARALLEL * BLOCK_SIZE) * round_up(K, BLOCK_SIZE)
+model_dram_bytes: (M * K * ceil_div(N, PARALLEL * BLOCK_SIZE) + K * N * ceil_div(M, PARALLEL * BLOCK_SIZE)) * in_bytes + M * N * out_bytes
 restrictions:
   - BLOCK_SIZE >= 1 and PARALLEL >= 1
 ---*/

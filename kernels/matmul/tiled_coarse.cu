@@ -8,6 +8,10 @@
 // Analytic DRAM traffic without reuse through L2 across blocks: A is read N/TILEDIM_N times
 // and B M/TILEDIM_M times:
 // 4·(M·K·ceil(N/TILEDIM_N) + K·N·ceil(M/TILEDIM_M) + M·N) bytes.
+// At M=N=K=2049 all threads compute their whole TILESCALE_M×TILESCALE_N outputs over
+// zero-padded tiles: M padded to 2176 (TILEDIM_M 128), N to 2112 (TILEDIM_N 64) or 2176
+// (128), K to 2064 (TILEDIM_K 16): executed_flops / flops = 1.103 (defaults) or 1.136
+// (128×128×16).
 /*---
 kernel: matmul_tiled_coarse
 idea: rectangular shared-memory tiles, block geometry decoupled from the tile, several outputs per thread in registers
@@ -21,6 +25,8 @@ params:
 block: BX, BY
 grid: ceil_div(N, TILEDIM_N), ceil_div(M, TILEDIM_M)
 static_smem: TILEDIM_K * (TILEDIM_M + 4) * 4 + TILEDIM_K * TILEDIM_N * 4
+executed_flops: 2 * round_up(M, TILEDIM_M) * round_up(N, TILEDIM_N) * round_up(K, TILEDIM_K)
+model_dram_bytes: (M * K * ceil_div(N, TILEDIM_N) + K * N * ceil_div(M, TILEDIM_M)) * in_bytes + M * N * out_bytes
 restrictions:
   - TILEDIM_M >= 1 and TILEDIM_N >= 1 and TILEDIM_K >= 1 and BX >= 1 and BY >= 1
   - TILEDIM_M % BY == 0 and TILEDIM_N % BX == 0

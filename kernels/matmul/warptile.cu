@@ -9,6 +9,8 @@
 // copy/compute overlap it proposed) and 001 (register tiling).
 // Tunables BM, BN, BK, WM, WN, TM, TN, STAGES, MIN_BLOCKS. Analytic DRAM traffic without
 // reuse through L2 across blocks: 4·(M·K·ceil(N/BN) + K·N·ceil(M/BM) + M·N) bytes.
+// At M=N=K=2049 every thread computes its whole TM×TN outputs over zero-filled tiles: M
+// and N padded to 2176 (BM, BN 128), K to 2064 (BK 16): executed_flops / flops = 1.136.
 /*---
 kernel: matmul_warptile
 idea: block, warp and thread tiles; conflict-free float4 fragments; STAGES-deep cp.async pipeline
@@ -26,6 +28,8 @@ block: (BM // WM) * (BN // WN) * 32
 grid: ceil_div(N, BN), ceil_div(M, BM)
 dynamic_smem: STAGES * (BK * (BM + 4) + BK * BN) * 4
 smem_optin: true
+executed_flops: 2 * round_up(M, BM) * round_up(N, BN) * round_up(K, BK)
+model_dram_bytes: (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) * in_bytes + M * N * out_bytes
 restrictions:
   - TM % 4 == 0
   - TN % 4 == 0

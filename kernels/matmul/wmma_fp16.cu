@@ -4,8 +4,15 @@
 // memory when the 16×16 tile is in bounds and its rows are 16-byte aligned, otherwise through
 // a zero-padded per-warp scratch tile in shared memory; no data is shared between warps.
 // From report 002 (its tensor-core rung). Tunables: WARPS_M, WARPS_N, FRAG_M, FRAG_N.
-// Analytic DRAM traffic without reuse through L1/L2 (each warp reads its own operands):
-// 2·(M·K·ceil(N/(16·FRAG_N)) + K·N·ceil(M/(16·FRAG_M))) + 4·M·N bytes.
+// Analytic DRAM traffic without reuse through L2 across blocks, L1 serving the warps of a
+// block that read the same rows of A or columns of B (A is read once per block column, B
+// once per block row): 2·(M·K·ceil(N/(16·FRAG_N·WARPS_N)) + K·N·ceil(M/(16·FRAG_M·WARPS_M)))
+// + 4·M·N bytes. Were every warp's reads to miss L1 it would be
+// 2·(M·K·ceil(N/(16·FRAG_N)) + K·N·ceil(M/(16·FRAG_M))) + 4·M·N; the H100's L2 traffic at
+// 4096 (3.1 GB against 3.3 and 6.5) shows the block-level figure.
+// At M=N=K=2049 warps wholly outside C return, but a warp that reaches C computes all its
+// FRAG_M×FRAG_N 16×16×16 mmas over zero padding: M padded to 2112 (FRAG_M 4 → 64 rows per
+// warp), N to 2080 (FRAG_N 2 → 32), K to 2064: tensor executed_flops / flops = 1.054.
 /*---
 kernel: matmul_wmma_fp16
 idea: each warp computes FRAG_M×FRAG_N WMMA fragments of C; operands straight from global memory
@@ -19,6 +26,8 @@ grid: ceil_div(N, 16 * FRAG_N * WARPS_N), ceil_div(M, 16 * FRAG_M * WARPS_M)
 static_smem: WARPS_M * WARPS_N * 16 * 16 * 4
 dtype: float16
 out_dtype: float32
+executed_flops: 2 * round_up(M, 16 * FRAG_M) * round_up(N, 16 * FRAG_N) * round_up(K, 16)
+model_dram_bytes: (M * K * ceil_div(N, 16 * FRAG_N * WARPS_N) + K * N * ceil_div(M, 16 * FRAG_M * WARPS_M)) * in_bytes + M * N * out_bytes
 restrictions:
   - WARPS_M >= 1 and WARPS_N >= 1
   - FRAG_M >= 1 and FRAG_N >= 1

@@ -43,13 +43,16 @@ def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     if args.mode == "replay":
         from .replay import replay_profile
 
-        replay_profile(json.loads(args.plan.read_text()), args.measure, args.capture, args.csv, log)
+        replay_profile(
+            json.loads(args.plan.read_text()), args.measure, args.capture, args.long, log
+        )
     else:
         from .profile import profile_stage
 
         profile_stage(
             args.plan,
             args.measure,
+            args.long,
             args.csv,
             args.report,
             args.ncu,
@@ -60,21 +63,22 @@ def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         )
 
 
-def _parse(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    from .ncu_csv import config_metrics, read_long
+def _derive(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    import pandas as pd
 
-    long = read_long(args.csv)
-    long.to_parquet(args.long, index=False)
+    from .derive import config_metrics
+
+    long = pd.read_parquet(args.long)
     metrics = config_metrics(long)
     metrics.to_parquet(args.metrics, index=False)
-    log(f"{len(long)} metric values of {long['config_id'].nunique()} configurations")
+    log(f"{len(metrics)} configurations from {len(long)} metric values")
 
 
 def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     from .collect import collect
 
     jobs = [tuple(map(Path, job)) for job in args.job]
-    table = collect(args.experiment, jobs, args.out)  # type: ignore[arg-type]
+    table = collect(args.experiment, jobs, args.device, args.out)  # type: ignore[arg-type]
     log(table["status"].value_counts().to_string())
 
 
@@ -99,8 +103,21 @@ def _device(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     else:
         from .device import gpu_facts, write
 
-        write(args.out, gpu_facts(args.ncu))
+        ceilings = json.loads(args.ceilings.read_text())
+        write(args.out, {**gpu_facts(args.ncu), "ceilings": ceilings})
     log(args.out.read_text())
+
+
+def _ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    if args.mode == "replay":
+        from .replay import replay_ceilings
+
+        replay_ceilings(args.capture, args.out)
+    else:
+        from .ceilings import measure_ceilings
+
+        measured = measure_ceilings(log)
+        args.out.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
 
 
 def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -138,20 +155,22 @@ def _parser() -> argparse.ArgumentParser:
     p = stage("profile", _profile, "profile a plan's configurations in one ncu process")
     p.add_argument("--plan", type=Path, required=True)
     p.add_argument("--measure", type=Path, required=True)
-    p.add_argument("--csv", type=Path, required=True)
+    p.add_argument("--long", type=Path, required=True, help="exact values, Parquet")
+    p.add_argument("--csv", type=Path, help="ncu's raw CSV export (gpu)")
     p.add_argument("--report", type=Path, help=".ncu-rep to write (gpu)")
     p.add_argument("--sections", nargs="*", default=[])
     p.add_argument("--clock-control", default="none")
     p.add_argument("--metrics", nargs="*", default=[])
     mode_args(p)
-    p = stage("parse", _parse, "parse an ncu raw CSV into long and per-configuration tables")
-    p.add_argument("--csv", type=Path, required=True)
+    p = stage("derive", _derive, "the registry's columns per configuration, from the long table")
     p.add_argument("--long", type=Path, required=True)
     p.add_argument("--metrics", type=Path, required=True)
     p = stage("collect", _collect, "one table of an experiment's configurations")
     p.add_argument("--experiment", required=True)
-    p.add_argument("--job", nargs=3, action="append", required=True,
-                   metavar=("PLAN", "MEASURE", "METRICS"))  # fmt: skip
+    p.add_argument(
+        "--job", nargs=3, action="append", required=True, metavar=("PLAN", "MEASURE", "METRICS")
+    )
+    p.add_argument("--device", type=Path, required=True, help="device.json")
     p.add_argument("--out", type=Path, required=True)
     p = stage("plot", _plot, "the experiment's figures (PNG and SVG)")
     p.add_argument("--table", type=Path, required=True)
@@ -159,6 +178,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--size-axis", required=True)
     p.add_argument("--out-dir", type=Path, required=True)
     p = stage("device", _device, "write device.json")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--ceilings", type=Path, help="ceilings.json measured on this device (gpu)")
+    mode_args(p)
+    p = stage("ceilings", _ceilings, "measure the device's bandwidth and FLOP ceilings")
     p.add_argument("--out", type=Path, required=True)
     mode_args(p)
     p = stage("capture", _capture, "save a GPU run's records as a replay capture")

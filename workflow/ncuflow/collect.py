@@ -6,31 +6,38 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .analysis import classify, derived_columns
 from .errors import NcuflowError
-from .expand import PENDING, SKIPPED
-from .harness import OK, plan_variant
+from .metrics import COLUMNS
 from .spec import load_family
+from .vocab import OK, PENDING, SKIPPED, plan_variant
 
 # The columns every table starts with, in this order; the dimensions and tunables of the
 # family follow the first five, and per-kernel details follow these.
 LEADING = ["experiment", "family", "variant", "config_id", "dtype"]
 MEASURED = [
-    "status", "error", "rel_error", "time_ms", "time_ms_iqr", "time_cv", "repeats", "flops",
-    "gflops", "ncu_time_ms", "flops_counted", "dram_bytes", "ai_dram", "sm_throughput_pct",
-    "memory_throughput_pct", "achieved_occupancy_pct", "theoretical_occupancy_pct",
-    "registers_per_thread", "shared_mem_per_block", "bound", "bound_reason",
+    "status", "error", "rel_error", "time_ms", "time_ms_iqr", "time_cv", "time_ci95_pct",
+    "time_unstable", "time_note", "repeats", "flops", "gflops", "min_bytes", "gbps",
+    "ncu_time_ms", "flops_counted", "roof", "roof_flops_per_s", "roof_measured_flops_per_s",
+    "achieved_flops_per_s", "dram_bytes", "model_dram_bytes", "l2_bytes", "l1_bytes",
+    "ai_dram", "ai_l2", "ai_l1", "dram_gbps", "sm_throughput_pct", "memory_throughput_pct",
+    "achieved_occupancy_pct", "theoretical_occupancy_pct", "registers_per_thread",
+    "shared_mem_per_block", "bound", "bound_level", "bound_reason",
 ]  # fmt: skip
 DETAILS = [
-    "baseline", "runs_on", "min_bytes", "block", "grid", "dynamic_smem",
-    "registers_per_thread_compiled", "local_bytes_per_thread", "ncu_kernels", "flops_fp32",
-    "flops_fp16", "flops_tensor",
-    "dram_read_bytes", "dram_write_bytes", "l2_bytes", "l1_bytes", "dram_throughput_pct",
-    "sm_clock_hz", "peak_fp32_flops_per_s", "peak_tensor_fp16_flops_per_s",
-    "peak_dram_bytes_per_s", "seed",
+    "baseline", "runs_on", "merit", "output_bytes", "executed_flops", "block", "grid",
+    "dynamic_smem", "registers_per_thread_compiled", "local_bytes_per_thread", "ncu_kernels",
+    "flops_undeclared", "dram_bytes_counted", "dram_write_deferred_bytes",
+    *(c for c in COLUMNS if c not in {"ncu_time_ms", "dram_bytes", "l2_bytes", "l1_bytes",
+                                      "sm_throughput_pct", "memory_throughput_pct",
+                                      "achieved_occupancy_pct", "theoretical_occupancy_pct",
+                                      "registers_per_thread", "shared_mem_per_block"}),
+    "seed",
 ]  # fmt: skip
 
 
@@ -38,9 +45,12 @@ def _geometry(value: Sequence[int] | None) -> str | None:
     return "x".join(map(str, value)) if value else None
 
 
-def variant_rows(plan_path: Path, measure_path: Path, metrics_path: Path) -> list[dict]:
+def variant_rows(
+    plan_path: Path, measure_path: Path, metrics_path: Path, ceilings: dict[str, Any]
+) -> list[dict]:
+    """One row per configuration of a variant; ``ceilings`` are the device's measured ones."""
     plan = json.loads(Path(plan_path).read_text())
-    _, variant = plan_variant(plan)
+    family, variant = plan_variant(plan)
     measured = json.loads(Path(measure_path).read_text())
     metrics = pd.read_parquet(metrics_path).set_index("config_id")
     rows = []
@@ -54,6 +64,10 @@ def variant_rows(plan_path: Path, measure_path: Path, metrics_path: Path) -> lis
             error=config["error"],
             flops=config["flops"],
             min_bytes=config["min_bytes"],
+            output_bytes=config.get("output_bytes"),
+            model_dram_bytes=config.get("model_dram_bytes"),
+            executed_flops=config.get("executed_flops"),
+            merit=family.merit,
             baseline=variant.baseline,
             runs_on=variant.runs_on,
             block=_geometry(config.get("block")),
@@ -69,17 +83,24 @@ def variant_rows(plan_path: Path, measure_path: Path, metrics_path: Path) -> lis
             row.update(record)
             if row["status"] == OK:
                 row["gflops"] = row["flops"] / row["time_ms"] / 1e6
+                row["gbps"] = row["min_bytes"] / row["time_ms"] / 1e6
                 if cid in metrics.index:
                     row.update(metrics.loc[cid].to_dict())
+                    row.update(derived_columns(row, variant.compute, ceilings))
+                    row["bound"], row["bound_level"], row["bound_reason"] = classify(row, ceilings)
                 elif variant.profiled:
                     row["error"] = "ncu recorded no kernel inside this configuration's NVTX range"
         rows.append(row)
     return rows
 
 
-def collect(experiment: str, jobs: Sequence[tuple[Path, Path, Path]], out: Path) -> pd.DataFrame:
-    """jobs: (plan.json, measure.json, metrics.parquet) of each variant, in config order."""
-    rows = [row for job in jobs for row in variant_rows(*job)]
+def collect(
+    experiment: str, jobs: Sequence[tuple[Path, Path, Path]], device: Path, out: Path
+) -> pd.DataFrame:
+    """jobs: (plan.json, measure.json, metrics.parquet) of each variant, in config order;
+    device: device.json, whose measured ceilings the bound rule uses."""
+    ceilings = json.loads(Path(device).read_text()).get("ceilings", {})
+    rows = [row for job in jobs for row in variant_rows(*job, ceilings)]
     table = pd.DataFrame(rows)
     if table.empty:
         raise NcuflowError(f"experiment {experiment} has no configurations")
@@ -94,6 +115,9 @@ def collect(experiment: str, jobs: Sequence[tuple[Path, Path, Path]], out: Path)
             table[column] = np.nan
     for column in params:
         table[column] = table[column].astype("Int64")
+    table["time_unstable"] = table["time_unstable"].astype("boolean")
+    for column in ("time_note", "bound", "bound_level", "bound_reason", "roof"):
+        table[column] = table[column].astype("string")
     for column in ("repeats", "registers_per_thread", "ncu_kernels", "dynamic_smem"):
         table[column] = table[column].astype("Float64").astype("Int64")
     table["status"] = table["status"].fillna(SKIPPED)

@@ -16,9 +16,7 @@ from typing import Any
 from .errors import ConfigError
 from .expr import Expr, ExprError
 from .spec import DTYPE_BYTES, Family, Variant
-
-PENDING = "pending"
-SKIPPED = "skipped"
+from .vocab import PENDING, SKIPPED
 
 
 @dataclass(frozen=True)
@@ -164,6 +162,12 @@ def _param_grid(variant: Variant, grid: Mapping[str, Any], where: str) -> Iterat
         yield dict(zip(variant.params, combo, strict=True))
 
 
+def output_bytes(family: Family, variant: Variant, dims: Mapping[str, int]) -> int:
+    """Bytes the outputs occupy: what a kernel must eventually write to DRAM."""
+    elements = sum(math.prod(int(e(dims)) for e in shape) for shape in family.outputs.values())
+    return elements * DTYPE_BYTES[variant.out_dtype]
+
+
 def expand_variant(
     experiment: str,
     family: Family,
@@ -190,6 +194,14 @@ def expand_variant(
             )
         restrictions.append(expr)
     element = {"in_bytes": DTYPE_BYTES[variant.dtype], "out_bytes": DTYPE_BYTES[variant.out_dtype]}
+    models = {
+        k: e
+        for k, e in (
+            ("model_dram_bytes", variant.model_dram_bytes),
+            ("executed_flops", variant.executed_flops),
+        )
+        if e is not None
+    }
     rows = []
     for params in _param_grid(variant, params_grid, f"{where}.params"):
         for dims in sizes:
@@ -217,6 +229,8 @@ def expand_variant(
                     "error": reason,
                     "flops": int(family.flops(env)),
                     "min_bytes": int(family.min_bytes(env)),
+                    "output_bytes": output_bytes(family, variant, dims),
+                    **{k: int(e(env)) for k, e in models.items()},
                     **launch,
                 }
             )

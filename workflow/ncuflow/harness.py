@@ -27,16 +27,19 @@ import numpy as np
 
 from . import records
 from .errors import NcuflowError
-from .expand import PENDING
-from .spec import Family, Variant, load_family, storage_dtype
-
-OK, COMPILE_ERROR, LAUNCH_ERROR, WRONG_RESULT = (
-    "ok",
-    "compile_error",
-    "launch_error",
-    "wrong_result",
+from .spec import Family, Variant, storage_dtype
+from .timing import TimingPolicy, adaptive_repeats, timing_stats
+from .vocab import (
+    COMPILE_ERROR,
+    LAUNCH_ERROR,
+    OK,
+    PENDING,
+    WRONG_RESULT,
+    nvtx_name,
+    plan_variant,
+    profiled_ids,
 )
-NVTX_PREFIX = "ncuflow_"
+
 # The worker exits with this code after a fault that leaves the CUDA context unusable.
 EXIT_CONTEXT_LOST = 3
 _TMP_SOURCE = re.compile(r"\S*/tmp[^\s:]*\.cu")
@@ -51,10 +54,6 @@ def _cupy() -> Any:
             "or set mode: replay"
         ) from None
     return cupy
-
-
-def nvtx_name(config_id: str) -> str:
-    return NVTX_PREFIX + config_id
 
 
 def _shape(exprs: tuple[Any, ...], dims: dict[str, int]) -> tuple[int, ...]:
@@ -132,7 +131,7 @@ def _host_launcher(fn: Callable[..., None], problem: Problem) -> Launcher:
 
 
 @functools.cache
-def _toolkit_includes() -> tuple[str, ...]:
+def toolkit_includes() -> tuple[str, ...]:
     """The CUDA toolkit's include folder, where it has headers NVRTC's own may lack.
 
     The CUDA headers that come with pip's NVRTC have mma.h without the crt/mma.h it
@@ -162,7 +161,7 @@ def build_launcher(
     # CuPy's cache keys on the source and the options, not on included headers: the
     # family's fingerprint (every file of its folder) makes a changed header recompile
     options = ("-std=c++17", "-lineinfo", f"-I{variant.path.parent.resolve()}",
-               *_toolkit_includes(), f"-DNCUFLOW_FAMILY_HASH={family.fingerprint}",
+               *toolkit_includes(), f"-DNCUFLOW_FAMILY_HASH={family.fingerprint}",
                *defines)  # fmt: skip
     module = cp.RawModule(code=variant.source, options=options)
     fn = module.get_function(variant.kernel)
@@ -199,12 +198,10 @@ def context_alive() -> bool:
         return False
 
 
-def time_launches(launch: Callable[[], None], warmup: int, repeats: int, flush: Any) -> list[float]:
+def time_launches(launch: Callable[[], None], repeats: int, flush: Any) -> list[float]:
     """Milliseconds of each of ``repeats`` launches, each between its own pair of CUDA events."""
     cp = _cupy()
     stream = cp.cuda.get_current_stream()
-    for _ in range(warmup):
-        launch()
     starts = [cp.cuda.Event() for _ in range(repeats)]
     ends = [cp.cuda.Event() for _ in range(repeats)]
     for i in range(repeats):
@@ -218,10 +215,8 @@ def time_launches(launch: Callable[[], None], warmup: int, repeats: int, flush: 
     return [float(cp.cuda.get_elapsed_time(s, e)) for s, e in zip(starts, ends, strict=True)]
 
 
-def time_host_calls(call: Callable[[], None], warmup: int, repeats: int) -> list[float]:
+def time_host_calls(call: Callable[[], None], repeats: int) -> list[float]:
     """Milliseconds of each of ``repeats`` calls of host code, by the host's clock."""
-    for _ in range(warmup):
-        call()
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
@@ -230,11 +225,17 @@ def time_host_calls(call: Callable[[], None], warmup: int, repeats: int) -> list
     return times
 
 
-def timing_stats(times_ms: list[float]) -> dict[str, float]:
-    t = np.asarray(times_ms, dtype=np.float64)
-    q25, median, q75 = np.percentile(t, [25, 50, 75])
-    cv = float(t.std(ddof=1) / t.mean()) if len(t) > 1 else 0.0
-    return {"time_ms": float(median), "time_ms_iqr": float(q75 - q25), "time_cv": cv}
+def time_config(launcher: Launcher, policy: TimingPolicy, flush: Any) -> dict[str, Any]:
+    """Warm up, then time in batches until the median is known within the policy's target
+    (adaptive repeats); the record's timing fields."""
+    for _ in range(policy.warmup):
+        launcher.launch()
+    if launcher.on_host:
+        times, note = adaptive_repeats(lambda n: time_host_calls(launcher.launch, n), policy)
+    else:
+        times, note = adaptive_repeats(lambda n: time_launches(launcher.launch, n, flush), policy)
+    return {**timing_stats(times), "repeats": len(times), "times_ms": times,
+            "time_unstable": bool(note), "time_note": note}  # fmt: skip
 
 
 def _compile_message(exc: BaseException, variant: Variant) -> str:
@@ -274,13 +275,10 @@ def measure_config(
         detail = problem_text or f"relative error {rel_error:.3g} exceeds {tolerance:g}"
         return {**record, "status": WRONG_RESULT, "error": detail}
     try:
-        if launcher.on_host:
-            times = time_host_calls(launcher.launch, timing["warmup"], timing["repeats"])
-        else:
-            times = time_launches(launcher.launch, timing["warmup"], timing["repeats"], flush)
+        timed = time_config(launcher, TimingPolicy.from_config(timing), flush)
     except cuda_errors as exc:
         return {**record, "status": LAUNCH_ERROR, "error": f"timed launch failed: {exc}"}
-    return {**record, **timing_stats(times), "repeats": len(times), "times_ms": times}
+    return {**record, **timed}
 
 
 def _groups(rows: list[dict[str, Any]]) -> Iterator[tuple[dict[str, int], list[dict[str, Any]]]]:
@@ -296,12 +294,6 @@ def _seed(plan: dict[str, Any]) -> int:
     if plan["seed"] is not None:
         return int(plan["seed"])
     return int(np.random.SeedSequence().generate_state(1)[0])
-
-
-def plan_variant(plan: dict[str, Any]) -> tuple[Family, Variant]:
-    """The family and variant a plan measures."""
-    family = load_family(Path(plan["kernels_dir"]), plan["family"])
-    return family, family.variants[plan["variant"]]
 
 
 def _load(plan_path: Path) -> tuple[dict[str, Any], Family, Variant]:
@@ -390,13 +382,6 @@ def measure_stage(
         log(f"{config_id}: {rec['status']} {shown}")
     out_path.write_text(json.dumps({c: done[c] for c in pending}, indent=1))
     partial.unlink()
-
-
-def profiled_ids(variant: Variant, measured: dict[str, dict[str, Any]]) -> list[str]:
-    """The configurations ncu profiles: those that measured ok, of a variant on the GPU."""
-    if not variant.profiled:
-        return []
-    return [config_id for config_id, rec in measured.items() if rec["status"] == OK]
 
 
 def profile_worker(plan_path: Path, measure_path: Path, only: list[str]) -> int:

@@ -16,28 +16,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .errors import NcuflowError
-from .harness import NVTX_PREFIX, plan_variant, profiled_ids
-
-# Collected besides the sections, for the counted FLOPs and the traffic at each level.
-# ncu counts one FFMA thread instruction as one instruction: 2·FFMA + FADD + FMUL FLOPs;
-# the same for half precision; the tensor counters already count FLOPs (2 per FMA).
-COUNT_METRICS = (
-    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
-    "sm__ops_path_tensor_src_fp16.sum",
-    "sm__ops_path_tensor_src_fp16.sum.peak_sustained",
-    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
-    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
-    "dram__bytes.sum",
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "lts__t_bytes.sum",
-    "l1tex__t_bytes.sum",
-)
+from .metrics import base_name, required_metrics
+from .ncu_rep import read_report, write_long
+from .vocab import NVTX_PREFIX, plan_variant, profiled_ids
 
 PERMISSION_HELP = (
     "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): the driver lets "
@@ -61,15 +42,29 @@ def find_ncu(path: str) -> str:
     return found
 
 
+def available_metrics(ncu: str, wanted: Sequence[str], log: Callable[[str], None]) -> list[str]:
+    """The metrics of ``wanted`` that this GPU has (ncu refuses a run that asks for one it
+    lacks: fp8 tensor counters before Hopper, say); the rest are logged, never asked for."""
+    proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise NcuflowError(f"ncu --query-metrics failed: {proc.stderr.strip()[-2000:]}")
+    bases = {line.split()[0] for line in proc.stdout.splitlines() if "__" in line.split(" ")[0]}
+    kept = [m for m in wanted if base_name(m) in bases or m.startswith("launch__")]
+    missing = sorted(set(wanted) - set(kept))
+    if missing:
+        log(f"this GPU has no {len(missing)} of the registry's metrics: {', '.join(missing)}")
+    return kept
+
+
 def ncu_command(
     ncu: str,
     report: Path,
     sections: Sequence[str],
     clock_control: str,
-    extra_metrics: Sequence[str],
+    metrics_list: Sequence[str],
     target: Sequence[str],
 ) -> list[str]:
-    metrics = ",".join(dict.fromkeys([*COUNT_METRICS, *extra_metrics]))
+    metrics = ",".join(dict.fromkeys(metrics_list))
     command = [ncu, "--nvtx", "--nvtx-include", f"regex:{NVTX_PREFIX}.*/"]
     command += ["--clock-control", clock_control, "--force-overwrite", "-o", str(report)]
     for section in sections:
@@ -118,6 +113,7 @@ def export_csv(ncu: str, report: Path, csv_path: Path) -> None:
 def profile_stage(
     plan: Path,
     measure: Path,
+    long_path: Path,
     csv_path: Path,
     report: Path,
     ncu_path: str,
@@ -126,7 +122,8 @@ def profile_stage(
     extra_metrics: Sequence[str],
     log: Callable[[str], None],
 ) -> None:
-    """Profile every configuration that measured ok with one ncu process; export its CSV."""
+    """Profile every configuration that measured ok with one ncu process; write the exact
+    long table from the report, and the raw CSV export for people."""
     ncu = find_ncu(ncu_path)
     _, variant = plan_variant(json.loads(plan.read_text()))
     ok = profiled_ids(variant, json.loads(measure.read_text()))
@@ -134,12 +131,15 @@ def profile_stage(
     if not ok:
         csv_path.write_text("")
         report.write_bytes(b"")
+        write_long(read_report(report), long_path)
         return
     base = report.with_suffix("")  # ncu appends .ncu-rep itself
-    command = ncu_command(
-        ncu, base, sections, clock_control, extra_metrics, worker_command(plan, measure)
-    )
+    wanted = available_metrics(ncu, [*required_metrics(), *extra_metrics], log)
+    command = ncu_command(ncu, base, sections, clock_control, wanted, worker_command(plan, measure))
     log("$ " + " ".join(command))
     seconds = run_ncu(command, log)
     log(f"ncu took {seconds:.1f} s")
     export_csv(ncu, report, csv_path)
+    long = read_report(report)
+    write_long(long, long_path)
+    log(f"{len(long)} metric values of {long['config_id'].nunique()} configurations")

@@ -1,15 +1,15 @@
 """Replay: what a GPU run measured, taken from a committed capture instead of the GPU.
 
 A capture (``resources/captures/<name>/``) holds, per experiment and variant, the timing
-records (``measure.json``) and the ncu raw CSV (``ncu_raw.csv``), plus ``device.json`` and
+records (``measure.json``) and every numeric ncu metric at full precision as read from
+the report (``ncu_long.parquet``), plus ``device.json`` (with the measured ceilings) and
 ``capture.json`` (when, where, with which command). Replay copies exactly those records
-for the configurations the config asks for; parsing, collecting and plotting then run
+for the configurations the config asks for; deriving, collecting and plotting then run
 for real. A configuration the capture lacks is an error, never invented.
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
 import shutil
@@ -17,13 +17,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from .errors import NcuflowError
-from .expand import PENDING
-from .harness import plan_variant, profiled_ids
-from .ncu_csv import config_of, read_rows
+from .ncu_rep import LONG_COLUMNS, write_long
+from .vocab import PENDING, plan_variant, profiled_ids
 
 CAPTURES = Path("resources") / "captures"
-MEASURE, NCU_CSV, DEVICE, INFO = "measure.json", "ncu_raw.csv", "device.json", "capture.json"
+MEASURE, NCU_LONG, DEVICE, INFO = "measure.json", "ncu_long.parquet", "device.json", "capture.json"
+TABLE = "table.parquet"  # the GPU run's own table: what a replay must reproduce
 
 
 def capture_dir(root: Path, name: str) -> Path:
@@ -68,27 +70,31 @@ def replay_measure(
 def replay_profile(
     plan: dict[str, Any], measure: Path, folder: Path, out: Path, log: Callable[[str], None]
 ) -> None:
-    """Copy the capture's CSV rows of the configurations that measured ok."""
+    """Copy the capture's exact ncu values of the configurations that measured ok."""
     ok = set(profiled_ids(plan_variant(plan)[1], json.loads(measure.read_text())))
-    source = folder / plan["experiment"] / plan["variant"] / NCU_CSV
+    source = folder / plan["experiment"] / plan["variant"] / NCU_LONG
     if not ok:
-        out.write_text("")
+        write_long(pd.DataFrame(columns=LONG_COLUMNS), out)
         return
-    header, units, rows = read_rows(source) if source.is_file() else ([], [], [])
-    kept = [row for row in rows if config_of(row) in ok]
-    missing = sorted(ok - {config_of(row) for row in kept})
+    long = pd.read_parquet(source) if source.is_file() else pd.DataFrame(columns=LONG_COLUMNS)
+    kept = long[long["config_id"].isin(ok)]
+    missing = sorted(ok - set(kept["config_id"]))
     if missing:
         _missing_error(folder, plan, missing, "ncu profile")
-    log(f"replaying {len(kept)} ncu kernel rows for {len(ok)} configurations from {source}")
-    with open(out, "w", newline="") as handle:
-        writer = csv.writer(handle, quoting=csv.QUOTE_ALL)
-        writer.writerows([header, units, *([row[h] for h in header] for row in kept)])
+    log(f"replaying {len(kept)} ncu values of {len(ok)} configurations from {source}")
+    write_long(kept, out)
 
 
 def replay_device(folder: Path, out: Path) -> None:
     facts = json.loads((folder / DEVICE).read_text())
     facts["replayed_from"] = folder.name
     out.write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")
+
+
+def replay_ceilings(folder: Path, out: Path) -> None:
+    """The ceilings measured on the capture's device (an empty set for an older capture)."""
+    facts = json.loads((folder / DEVICE).read_text())
+    out.write_text(json.dumps(facts.get("ceilings", {}), indent=1, sort_keys=True) + "\n")
 
 
 def save_capture(
@@ -103,11 +109,13 @@ def save_capture(
         shutil.rmtree(folder)
     for experiment, variant in jobs:
         source = results / experiment / variant
-        for file in (MEASURE, NCU_CSV):
+        for file in (MEASURE, NCU_LONG):
             if not (source / file).is_file():
                 raise NcuflowError(f"{source / file} is missing: run the workflow first")
             (folder / experiment / variant).mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / file, folder / experiment / variant / file)
+        if (results / experiment / TABLE).is_file():
+            shutil.copy2(results / experiment / TABLE, folder / experiment / TABLE)
     shutil.copy2(results / DEVICE, folder / DEVICE)
     meta = {
         "name": name,

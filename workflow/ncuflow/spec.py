@@ -27,6 +27,7 @@ import yaml
 
 from .errors import NcuflowError
 from .expr import Expr, ExprError
+from .metrics import DEFAULT_COMPUTE, PRECISIONS
 
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "tf32": 4, "float64": 8}
 # Precisions that are a way of computing rather than a storage type: tf32 products read
@@ -41,11 +42,13 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VARIANT_KEYS = {
     "kernel", "idea", "params", "restrictions", "block", "grid", "static_smem",
     "dynamic_smem", "smem_optin", "dtype", "out_dtype", "library", "baseline", "runs_on",
+    "compute", "model_dram_bytes", "executed_flops",
 }  # fmt: skip
 _FAMILY_KEYS = {
     "name", "description", "dims", "dtype", "inputs", "outputs", "args", "flops",
-    "min_bytes", "reference", "tolerance", "size_axis",
+    "min_bytes", "reference", "tolerance", "size_axis", "merit",
 }  # fmt: skip
+MERITS = ("flops", "bytes")
 
 
 def storage_dtype(dtype: str) -> str:
@@ -94,6 +97,11 @@ class Variant:
     library: str | None = None
     baseline: bool = False
     runs_on: str = "gpu"
+    # the precisions whose FLOPs are this variant's arithmetic (flops_counted)
+    compute: tuple[str, ...] = ("fp32",)
+    # analytic DRAM bytes without help from L2, and FLOPs executed including padding
+    model_dram_bytes: Expr | None = None
+    executed_flops: Expr | None = None
 
     @property
     def is_cuda(self) -> bool:
@@ -113,6 +121,14 @@ class Variant:
         named += [(f"block[{i}]", e) for i, e in enumerate(self.block)]
         named += [(f"grid[{i}]", e) for i, e in enumerate(self.grid)]
         named += [("static_smem", self.static_smem), ("dynamic_smem", self.dynamic_smem)]
+        named += [
+            (k, e)
+            for k, e in (
+                ("model_dram_bytes", self.model_dram_bytes),
+                ("executed_flops", self.executed_flops),
+            )
+            if e is not None
+        ]
         return named
 
 
@@ -134,6 +150,7 @@ class Family:
     dtype: str
     reference: str
     variants: dict[str, Variant]
+    merit: str = "flops"  # the figure of merit that leads: flops or bytes
 
     @functools.cached_property
     def module(self) -> ModuleType:
@@ -233,7 +250,14 @@ def _load_variant(path: Path, family: str, dims: tuple[str, ...], dtype: str) ->
             f"{path}: runs_on {runs_on!r} is not valid; expected gpu, or cpu for a .yaml "
             "library variant"
         )
+    compute = data.get("compute", DEFAULT_COMPUTE.get(data.get("dtype", dtype), ("fp32",)))
+    if not isinstance(compute, list | tuple) or not set(compute) <= set(PRECISIONS):
+        raise SpecError(
+            f"{path}: compute must be a list of precisions from {', '.join(PRECISIONS)}, "
+            f"got {compute!r}"
+        )
     try:
+        optional = {k: Expr(data[k]) for k in ("model_dram_bytes", "executed_flops") if k in data}
         common: dict[str, Any] = {
             "name": name,
             "family": family,
@@ -245,6 +269,8 @@ def _load_variant(path: Path, family: str, dims: tuple[str, ...], dtype: str) ->
             "out_dtype": data.get("out_dtype", data.get("dtype", dtype)),
             "baseline": bool(data.get("baseline", False)),
             "runs_on": runs_on,
+            "compute": tuple(compute),
+            **optional,
         }
         if path.suffix == ".cu":
             for key in ("kernel", "block", "grid"):
@@ -315,6 +341,9 @@ def load_family(kernels_dir: Path, name: str) -> Family:
         flops, min_bytes = Expr(data["flops"]), Expr(data["min_bytes"])
     except ExprError as exc:
         raise SpecError(f"{path}: {exc}") from None
+    merit = data.get("merit", "flops")
+    if merit not in MERITS:
+        raise SpecError(f"{path}: merit {merit!r} is not one of {', '.join(MERITS)}")
     return Family(
         name=name,
         folder=folder,
@@ -330,6 +359,7 @@ def load_family(kernels_dir: Path, name: str) -> Family:
         dtype=dtype,
         reference=str(data["reference"]),
         variants=variants,
+        merit=merit,
     )
 
 

@@ -11,7 +11,8 @@ def collect_jobs(wildcards):
 
 rule collect:
     input:
-        collect_jobs,
+        jobs=collect_jobs,
+        device="results/device.json",
     output:
         table="results/{experiment}/table.parquet",
         csv="results/{experiment}/table.csv",
@@ -19,8 +20,9 @@ rule collect:
         "results/{experiment}/logs/collect.log",
     params:
         jobs=lambda wc, input: " ".join(
-            "--job " + " ".join(input[i : i + 3]) for i in range(0, len(input), 3)
+            "--job " + " ".join(input.jobs[i : i + 3])
+            for i in range(0, len(input.jobs), 3)
         ),
     shell:
         "{PY} -m ncuflow collect --experiment {wildcards.experiment} {params.jobs}"
-        " --out {output.table} --log {log}"
+        " --device {input.device} --out {output.table} --log {log}"

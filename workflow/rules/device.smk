@@ -1,7 +1,23 @@
-# The device's facts (or the capture's, in replay) for figure titles and provenance.
+# The device's facts (or the capture's, in replay) for figure titles and provenance, and
+# its measured ceilings: run once per device, read by the bound rule and the rooflines.
+
+
+rule ceilings:
+    output:
+        "results/ceilings.json",
+    log:
+        "results/logs/ceilings.log",
+    resources:
+        gpu=1,
+    params:
+        source=MODE_ARGS,
+    shell:
+        "{PY} -m ncuflow ceilings --out {output} {params.source} --log {log}"
 
 
 rule device_facts:
+    input:
+        ceilings="results/ceilings.json",
     output:
         "results/device.json",
     log:
@@ -9,4 +25,5 @@ rule device_facts:
     params:
         source=MODE_ARGS,
     shell:
-        "{PY} -m ncuflow device --out {output} {params.source} --log {log}"
+        "{PY} -m ncuflow device --out {output} --ceilings {input.ceilings} {params.source}"
+        " --log {log}"

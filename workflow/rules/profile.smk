@@ -1,4 +1,5 @@
-# Stage 3 (GPU): one ncu process profiles every configuration that measured ok.
+# Stage 3 (GPU): one ncu process profiles every configuration that measured ok; every
+# numeric value of its report goes, at full precision, into ncu_long.parquet.
 
 
 rule profile:
@@ -7,22 +8,27 @@ rule profile:
         measure="results/{experiment}/{variant}/measure.json",
     output:
         **(
-            {"report": "results/{experiment}/{variant}/profile.ncu-rep"}
+            {
+                "report": "results/{experiment}/{variant}/profile.ncu-rep",
+                "csv": "results/{experiment}/{variant}/ncu_raw.csv",
+            }
             if MODE == "gpu"
             else {}
         ),
-        csv="results/{experiment}/{variant}/ncu_raw.csv",
+        long="results/{experiment}/{variant}/ncu_long.parquet",
     log:
         "results/{experiment}/{variant}/logs/profile.log",
     resources:
         gpu=1,
     params:
         source=MODE_ARGS,
-        report=lambda wc, output: f"--report {output.report}" if MODE == "gpu" else "",
+        report=lambda wc, output: (
+            f"--report {output.report} --csv {output.csv}" if MODE == "gpu" else ""
+        ),
         sections=" ".join(config["ncu"]["sections"]),
         metrics=" ".join(config["ncu"]["extra_metrics"]),
         clock=config["ncu"]["clock_control"],
     shell:
         "{PY} -m ncuflow profile --plan {input.plan} --measure {input.measure}"
-        " --csv {output.csv} {params.report} {params.source} --clock-control {params.clock}"
+        " --long {output.long} {params.report} {params.source} --clock-control {params.clock}"
         " --sections {params.sections} --metrics {params.metrics} --log {log}"

@@ -1,0 +1,184 @@
+// Measured ceilings: micro-benchmarks for the peak rates a roofline is drawn against.
+// Compiled by ncuflow/ceilings.py with cupy.RawModule, which also reads the constants below
+// (the lines "constexpr int NAME = value;") for its launch shapes and work counts. Each kernel
+// writes one value per thread at the end, computed from everything it loaded or computed, so
+// nothing is optimised away.
+
+#include <cuda_fp16.h>
+
+// Threads per block, and the blocks per SM that __launch_bounds__ asks registers to allow
+// (2048 threads, a full H100 SM), of every kernel but shared_read.
+constexpr int THREADS = 256;
+constexpr int BLOCKS_PER_SM = 8;
+// FMA kernels: per trip of the loop over iters, STEPS rounds of CHAINS independent FMA chains.
+constexpr int CHAINS = 8;
+constexpr int STEPS = 16;
+// Loads each thread issues before it uses any of them, in l2_read and l1_read.
+constexpr int BATCH = 4;
+// shared_read: SHARED_VEC float4 (32 KiB) per block of SHARED_THREADS threads.
+constexpr int SHARED_VEC = 2048;
+constexpr int SHARED_THREADS = 512;
+constexpr int SHARED_BLOCKS_PER_SM = 4;
+
+// FP32 FMA throughput. Eight independent chains per thread hide the FFMA latency even with one
+// warp per scheduler, and each loop trip is 128 FFMAs beside only a counter, a compare and a
+// branch, so the schedulers issue an FFMA on nearly every cycle: the FP32 pipe's peak.
+// x = x * m + a converges to a / (1 - m), so the values stay finite and normal; m, a and the
+// start values come from threadIdx, iters and tid, so nothing can be folded at compile time.
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+    ffma_loop(float* out, int iters) {
+  const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+  const float m = 0.5f + 1e-3f * (threadIdx.x & 15);
+  const float a = 0.25f + 1e-6f * iters;
+  float x[CHAINS];
+#pragma unroll
+  for (int c = 0; c < CHAINS; ++c) x[c] = 1e-3f * (tid + c);
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s) {
+#pragma unroll
+      for (int c = 0; c < CHAINS; ++c) x[c] = fmaf(x[c], m, a);
+    }
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CHAINS; ++c) sum += x[c];
+  out[tid] = sum;
+}
+
+// FP64 FMA throughput: the structure of ffma_loop with doubles, so DFMA issue on the FP64 pipe
+// (half as many lanes as FP32 on an H100) is the only limit.
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+    dfma_loop(double* out, int iters) {
+  const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+  const double m = 0.5 + 1e-3 * (threadIdx.x & 15);
+  const double a = 0.25 + 1e-6 * iters;
+  double x[CHAINS];
+#pragma unroll
+  for (int c = 0; c < CHAINS; ++c) x[c] = 1e-3 * (tid + c);
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s) {
+#pragma unroll
+      for (int c = 0; c < CHAINS; ++c) x[c] = fma(x[c], m, a);
+    }
+  }
+  double sum = 0.0;
+#pragma unroll
+  for (int c = 0; c < CHAINS; ++c) sum += x[c];
+  out[tid] = sum;
+}
+
+// Packed FP16 FMA throughput: one HFMA2 is two half-precision FMAs per lane (4 FLOP) at the
+// issue rate of FFMA; same chain structure as ffma_loop, values held near a / (1 - m) = 0.5.
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+    hfma2_loop(__half2* out, int iters) {
+  const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+  const __half2 m = __floats2half2_rn(0.5f + 1e-3f * (threadIdx.x & 15), 0.5f);
+  const __half2 a = __float2half2_rn(0.25f + 1e-6f * iters);
+  __half2 x[CHAINS];
+#pragma unroll
+  for (int c = 0; c < CHAINS; ++c) x[c] = __floats2half2_rn(1e-3f * (tid & 255), 1e-3f * c);
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s) {
+#pragma unroll
+      for (int c = 0; c < CHAINS; ++c) x[c] = __hfma2(x[c], m, a);
+    }
+  }
+  __half2 sum = x[0];
+#pragma unroll
+  for (int c = 1; c < CHAINS; ++c) sum = __hadd2(sum, x[c]);
+  out[tid] = sum;
+}
+
+// Adds every part of a loaded float4, so that all 16 bytes are used and the load stays 128-bit.
+__device__ __forceinline__ void accumulate(float4& acc, const float4 v) {
+  acc.x += v.x;
+  acc.y += v.y;
+  acc.z += v.z;
+  acc.w += v.w;
+}
+
+// The element of its block's BLOCK that a thread reads in pass p: its thread index XOR a
+// multiple of 32 below BLOCK (a power of two). Each warp still reads 32 consecutive, aligned
+// float4 (512 bytes), the block still reads each of its elements once per pass, and since the
+// addresses change from pass to pass the compiler cannot hoist the loads out of the pass loop.
+template <int BLOCK>
+__device__ __forceinline__ unsigned pass_lane(int p) {
+  static_assert((BLOCK & (BLOCK - 1)) == 0 && BLOCK >= 32, "BLOCK must be a power of two");
+  return threadIdx.x ^ ((static_cast<unsigned>(p) * 32u) & (BLOCK - 1u));
+}
+
+// L2 read bandwidth. The caller sizes buf to fit well within L2, so after the first pass every
+// load hits L2, and makes n_vec a multiple of BATCH * THREADS * gridDim.x so that every pass is
+// whole batches. __ldcg (ld.global.cg) caches in L2 only, so no load is served by L1; each
+// thread issues BATCH independent 128-bit loads before using them, which with a full GPU of
+// threads keeps enough bytes in flight to cover L2 latency.
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+    l2_read(const float4* buf, size_t n_vec, int passes, float* out) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * THREADS;
+  const size_t block_start = static_cast<size_t>(blockIdx.x) * THREADS;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int p = 0; p < passes; ++p) {
+    size_t i = block_start + pass_lane<THREADS>(p);
+    for (; i + (BATCH - 1) * stride < n_vec; i += BATCH * stride) {
+      float4 v[BATCH];
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) v[b] = __ldcg(buf + i + b * stride);
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) accumulate(acc, v[b]);
+    }
+    for (; i < n_vec; i += stride) accumulate(acc, __ldcg(buf + i));  // other sizes' remainder
+  }
+  out[block_start + threadIdx.x] = acc.x + acc.y + acc.z + acc.w;
+}
+
+// L1 read bandwidth. Each block re-reads its own slice of buf, n_vec_per_block float4 (a
+// multiple of BATCH * THREADS, 16 KiB by default), with __ldg (ld.global.nc, cached in L1):
+// each chunk of BATCH * THREADS float4 passes times before the next. The slices of the blocks
+// resident on an SM fit in its L1 (the caller asks for the largest L1 carve-out), so after the
+// first pass every load hits L1, whose 128 bytes per cycle per SM is the limit; a pass is
+// BATCH independent 128-bit loads at constant offsets and little else.
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+    l1_read(const float4* buf, int n_vec_per_block, int passes, float* out) {
+  const float4* slice = buf + static_cast<size_t>(blockIdx.x) * n_vec_per_block;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int k = 0; k < n_vec_per_block; k += BATCH * THREADS) {
+#pragma unroll 2
+    for (int p = 0; p < passes; ++p) {
+      const float4* base = slice + k + pass_lane<THREADS>(p);
+      float4 v[BATCH];
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) v[b] = __ldg(base + b * THREADS);
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) accumulate(acc, v[b]);
+    }
+  }
+  out[static_cast<size_t>(blockIdx.x) * THREADS + threadIdx.x] = acc.x + acc.y + acc.z + acc.w;
+}
+
+// Shared-memory read bandwidth. Each block of SHARED_THREADS fills 32 KiB of shared memory, then
+// reads it passes times with float4 loads (LDS.128) in which each warp reads 512 consecutive
+// bytes: each quarter-warp covers the 32 banks once, so there are no bank conflicts and every
+// LDS.128 takes the minimum four cycles at 128 bytes per cycle per SM. The offsets within a
+// pass are compile-time constants, so a load costs one instruction besides its four adds.
+extern "C" __global__ void __launch_bounds__(SHARED_THREADS, SHARED_BLOCKS_PER_SM)
+    shared_read(float* out, int passes) {
+  static_assert(SHARED_VEC % SHARED_THREADS == 0, "each thread reads whole rows");
+  __shared__ float4 tile[SHARED_VEC];
+  for (int i = threadIdx.x; i < SHARED_VEC; i += SHARED_THREADS) {
+    const float v = 1e-3f * (i + blockIdx.x);
+    tile[i] = make_float4(v, v + 1.0f, v + 2.0f, v + 3.0f);
+  }
+  __syncthreads();
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 2
+  for (int p = 0; p < passes; ++p) {
+    const float4* base = tile + pass_lane<SHARED_THREADS>(p);
+#pragma unroll
+    for (int k = 0; k < SHARED_VEC; k += SHARED_THREADS) accumulate(acc, base[k]);
+  }
+  out[static_cast<size_t>(blockIdx.x) * SHARED_THREADS + threadIdx.x] =
+      acc.x + acc.y + acc.z + acc.w;
+}

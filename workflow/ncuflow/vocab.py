@@ -1,0 +1,46 @@
+"""The words every stage shares: configuration statuses, NVTX range names, and which
+configurations a plan measures and profiles. CPU stages import these from here rather
+than from the GPU harness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .spec import Family, Variant, load_family
+
+# A configuration in a plan is pending (to be measured) or skipped (a restriction or a
+# device limit failed); a measured one ends ok or with the error class that stopped it.
+PENDING, SKIPPED = "pending", "skipped"
+OK, COMPILE_ERROR, LAUNCH_ERROR, WRONG_RESULT = (
+    "ok",
+    "compile_error",
+    "launch_error",
+    "wrong_result",
+)
+
+# The profile worker opens one NVTX range per configuration, named by this prefix and the
+# configuration's id; ncu keeps to those ranges and the names map kernels back.
+NVTX_PREFIX = "ncuflow_"
+
+
+def nvtx_name(config_id: str) -> str:
+    return NVTX_PREFIX + config_id
+
+
+def config_of_range(name: str) -> str | None:
+    """The configuration an NVTX range name belongs to, or None for a foreign range."""
+    return name[len(NVTX_PREFIX) :] if name.startswith(NVTX_PREFIX) else None
+
+
+def plan_variant(plan: dict[str, Any]) -> tuple[Family, Variant]:
+    """The family and variant a plan measures."""
+    family = load_family(Path(plan["kernels_dir"]), plan["family"])
+    return family, family.variants[plan["variant"]]
+
+
+def profiled_ids(variant: Variant, measured: dict[str, dict[str, Any]]) -> list[str]:
+    """The configurations ncu profiles: those that measured ok, of a variant ncu profiles."""
+    if not variant.profiled:
+        return []
+    return [config_id for config_id, rec in measured.items() if rec["status"] == OK]

@@ -1,0 +1,12 @@
+# Stage 4: the registry's columns per configuration, from the exact long table of ncu values.
+
+
+rule derive:
+    input:
+        "results/{experiment}/{variant}/ncu_long.parquet",
+    output:
+        "results/{experiment}/{variant}/metrics.parquet",
+    log:
+        "results/{experiment}/{variant}/logs/derive.log",
+    shell:
+        "{PY} -m ncuflow derive --long {input} --metrics {output} --log {log}"
