@@ -27,7 +27,7 @@ def test_plan_carries_what_the_gpu_stages_need() -> None:
     study = load_study(minimal_config())
     plan = study.plan("sq", "naive")
     assert plan["variant"] == "naive" and plan["family"] == "matmul"
-    assert len(plan["configs"]) == 4 and plan["timing"]["repeats"] == 20
+    assert len(plan["configs"]) == 4 and plan["timing"]["min_repeats"] == 20
     assert len(plan["family_fingerprint"]) == 16
 
 
