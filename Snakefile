@@ -25,12 +25,7 @@ if not workflow.config_settings.configfiles:
 
 try:
     STUDY = load_study(config)
-    # Decided once by the main process; the processes Snakemake spawns for `run:` jobs
-    # inherit the decision instead of initialising CUDA again (seconds on a GPU machine).
-    MODE, WHY = os.environ.get("NCUFLOW_MODE_DECIDED", "").partition("\t")[::2]
-    if not MODE:
-        MODE, WHY = resolve_mode(config["mode"], config["ncu"]["path"])
-        os.environ["NCUFLOW_MODE_DECIDED"] = f"{MODE}\t{WHY}"
+    MODE, WHY = resolve_mode(config["mode"], config["ncu"]["path"])
     CAPTURE = capture_dir(Path("."), config["capture"]) if MODE == "replay" else None
 except NcuflowError as exc:
     sys.exit(f"ncuflow: {exc}")

@@ -22,7 +22,7 @@ CUDA_VARIANTS = sorted(p.stem for p in FOLDER.glob("*.cu"))
 def test_transpose_family_declares_its_variants() -> None:
     family = load_family(ROOT / "kernels", "transpose")
     assert family.dims == ("M", "N")
-    assert set(family.variants) == {"naive", "smem_tiled", "smem_unpadded", "cupy_transpose"}
+    assert set(family.variants) == {"naive", "smem_tiled", "cupy_transpose"}
     assert family.args == ("A", "B", "M", "N")
     dims = {"M": 3, "N": 5}
     assert tuple(e(dims) for e in family.inputs["A"]) == (3, 5)
@@ -53,7 +53,7 @@ def test_transpose_study_expands() -> None:
     config = yaml.safe_load((ROOT / "experiments" / "transpose.yaml").read_text())
     config["kernels_dir"] = str(ROOT / "kernels")
     experiment = load_study(config).experiments["transpose"]
-    assert set(experiment.variants) == {"naive", "smem_tiled", "smem_unpadded", "cupy_transpose"}
+    assert set(experiment.variants) == {"naive", "smem_tiled", "cupy_transpose"}
     assert len(experiment.configs["naive"]) == 5
     assert {r["params"]["TILE"] for r in experiment.configs["smem_tiled"]} == {16, 32}
 
@@ -61,7 +61,11 @@ def test_transpose_study_expands() -> None:
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 @pytest.mark.parametrize(
     ("name", "params"),
-    [*((name, {}) for name in CUDA_VARIANTS), ("smem_tiled", {"TILE": 16})],
+    [
+        *((name, {}) for name in CUDA_VARIANTS),
+        ("smem_tiled", {"TILE": 16}),
+        ("smem_tiled", {"PAD": 0}),
+    ],
     ids=lambda v: "_".join(f"{k}={x}" for k, x in v.items()) or "defaults"
     if isinstance(v, dict) else v,
 )  # fmt: skip

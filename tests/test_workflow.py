@@ -101,7 +101,7 @@ def test_a_family_that_only_moves_bytes_replays_end_to_end(workflow_copy: Path) 
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = workflow_copy / "results" / "transpose"
     table = pd.read_parquet(results / "table.parquet")
-    assert len(table) == 25 and (table["status"] == "ok").all() and (table["gbps"] > 0).all()
+    assert len(table) == 30 and (table["status"] == "ok").all() and (table["gbps"] > 0).all()
     assert "DRAM theoretical" in (results / "roofline.svg").read_text()
     assert "GB/s" in (results / "gflops_vs_size.svg").read_text()
 

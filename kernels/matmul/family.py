@@ -22,20 +22,10 @@ def cublas_matmul(A: Any, B: Any, C: Any, M: int, N: int, K: int) -> None:
 
 
 def cublas_tf32_matmul(A: Any, B: Any, C: Any, M: int, N: int, K: int) -> None:
-    """cuBLAS with float32 storage and TF32 tensor-core arithmetic.
+    """cuBLAS with float32 storage and TF32 tensor-core arithmetic."""
+    from ncuflow.tf32 import matmul_tf32
 
-    CuPy's TF32 switch (CUPY_TF32=1) is read once per process; its compute-type setting is
-    what that switch sets, so it is set here for this call and restored afterwards."""
-    import cupy
-    import numpy
-    from cupy._core import _routines_linalg as linalg
-
-    previous = linalg.get_compute_type(numpy.float32)
-    linalg.set_compute_type(numpy.float32, linalg.COMPUTE_TYPE_TF32)
-    try:
-        cupy.matmul(A, B, out=C)
-    finally:
-        linalg.set_compute_type(numpy.float32, previous)
+    matmul_tf32(A, B, C)
 
 
 def host_matmul(A: Any, B: Any, C: Any, M: int, N: int, K: int) -> None:

@@ -2,28 +2,34 @@
 // threads read the tile row by row (each thread TILE/ROWS elements, ROWS rows apart), so a
 // warp reads consecutive floats of a row of A; after a barrier they write the tile's columns
 // as rows of B, so a warp also writes consecutive floats of a row of B: both global sides
-// coalesced. The tile is padded by one column (TILE + 1 floats per row), which turns the
-// column reads tile[x][y] of a warp (TILE floats apart) into distinct banks: conflict-free
-// for TILE = 32, where a warp is one tile row (for TILE = 16 a warp spans two rows, and
-// one bank is hit twice). Bounds checks make any M, N work. From NVIDIA's "An Efficient
-// Matrix Transpose in CUDA C/C++" (transposeNoBankConflicts).
-// Tunables: TILE (edge of the tile), ROWS (thread rows; TILE/ROWS elements per thread).
+// coalesced. With PAD = 1 the tile is padded by one column (TILE + 1 floats per row), which
+// turns the column reads tile[x][y] of a warp (TILE floats apart) into distinct banks:
+// conflict-free for TILE = 32, where a warp is one tile row (for TILE = 16 a warp spans two
+// rows, and one bank is hit twice). With PAD = 0 a column lies in one bank: a 32-way
+// conflict at TILE = 32 (8-way at 16) replays each read, and the kernel, though it moves the
+// minimum of bytes, is bound by shared memory. Bounds checks make any M, N work. From
+// NVIDIA's "An Efficient Matrix Transpose in CUDA C/C++" (transposeCoalesced, PAD = 0, and
+// transposeNoBankConflicts, PAD = 1).
+// Tunables: TILE (edge of the tile), ROWS (thread rows; TILE/ROWS elements per thread),
+// PAD (columns of padding per tile row, 0 or 1).
 // Analytic DRAM traffic, with or without L2: every sector read or written is whole (rows
 // of 4·TILE bytes; only the edges of rows that are not 32-byte aligned, e.g. at 2049,
 // touch partial sectors): 4·M·N + 4·M·N bytes, the minimum.
 /*---
 kernel: transpose_smem_tiled
-idea: TILE×TILE tiles through shared memory padded by one column; coalesced reads and writes, conflict-free shared accesses
+idea: TILE×TILE tiles through shared memory (PAD columns of padding); coalesced reads and writes, conflict-free shared accesses with PAD 1
 params:
   TILE: 32
   ROWS: 8
+  PAD: 1
 block: TILE, ROWS
 grid: ceil_div(N, TILE), ceil_div(M, TILE)
-static_smem: TILE * (TILE + 1) * 4
+static_smem: TILE * (TILE + PAD) * 4
 model_dram_bytes: M * N * (in_bytes + out_bytes)
 restrictions:
   - TILE >= 1 and ROWS >= 1
   - TILE % ROWS == 0
+  - PAD == 0 or PAD == 1
 ---*/
 
 #ifndef TILE
@@ -32,13 +38,16 @@ restrictions:
 #ifndef ROWS
 #define ROWS 8
 #endif
+#ifndef PAD
+#define PAD 1
+#endif
 
 static_assert(TILE % ROWS == 0, "ROWS must divide TILE");
 
 extern "C" __global__ void __launch_bounds__(TILE * ROWS)
 transpose_smem_tiled(const float* __restrict__ A, float* __restrict__ B, int M, int N) {
-  // tile[r][c] = A[row0 + r][col0 + c]; the extra column shifts each row by one bank.
-  __shared__ float tile[TILE][TILE + 1];
+  // tile[r][c] = A[row0 + r][col0 + c]; a padding column shifts each row by one bank.
+  __shared__ float tile[TILE][TILE + PAD];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int row0 = blockIdx.y * TILE, col0 = blockIdx.x * TILE;
 

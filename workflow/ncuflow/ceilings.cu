@@ -20,76 +20,66 @@ constexpr int SHARED_VEC = 2048;
 constexpr int SHARED_THREADS = 512;
 constexpr int SHARED_BLOCKS_PER_SM = 4;
 
-// FP32 FMA throughput. Eight independent chains per thread hide the FFMA latency even with one
-// warp per scheduler, and each loop trip is 128 FFMAs beside only a counter, a compare and a
-// branch, so the schedulers issue an FFMA on nearly every cycle: the FP32 pipe's peak.
-// x = x * m + a converges to a / (1 - m), so the values stay finite and normal; m, a and the
-// start values come from threadIdx, iters and tid, so nothing can be folded at compile time.
+// One FMA and one add per precision, so that a single loop measures every FMA pipe.
+__device__ __forceinline__ float fused(float x, float m, float a) { return fmaf(x, m, a); }
+__device__ __forceinline__ double fused(double x, double m, double a) { return fma(x, m, a); }
+__device__ __forceinline__ __half2 fused(__half2 x, __half2 m, __half2 a) {
+  return __hfma2(x, m, a);
+}
+__device__ __forceinline__ float add(float a, float b) { return a + b; }
+__device__ __forceinline__ double add(double a, double b) { return a + b; }
+__device__ __forceinline__ __half2 add(__half2 a, __half2 b) { return __hadd2(a, b); }
+
+// FMA throughput of one precision. Eight independent chains per thread hide the FMA latency
+// even with one warp per scheduler, and each loop trip is CHAINS × STEPS FMAs beside only a
+// counter, a compare and a branch, so the schedulers issue an FMA on nearly every cycle: the
+// pipe's peak. x = x * m + a converges to a / (1 - m), so the values stay finite and normal;
+// the callers derive m, a and the start values from threadIdx, iters and tid, so nothing can
+// be folded at compile time.
+template <typename T>
+__device__ __forceinline__ T fma_chains(T (&x)[CHAINS], const T m, const T a, int iters) {
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s) {
+#pragma unroll
+      for (int c = 0; c < CHAINS; ++c) x[c] = fused(x[c], m, a);
+    }
+  }
+  T sum = x[0];
+#pragma unroll
+  for (int c = 1; c < CHAINS; ++c) sum = add(sum, x[c]);
+  return sum;
+}
+
+// FP32: FFMA on the FMA pipe.
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     ffma_loop(float* out, int iters) {
   const int tid = blockIdx.x * blockDim.x + threadIdx.x;
-  const float m = 0.5f + 1e-3f * (threadIdx.x & 15);
-  const float a = 0.25f + 1e-6f * iters;
   float x[CHAINS];
 #pragma unroll
   for (int c = 0; c < CHAINS; ++c) x[c] = 1e-3f * (tid + c);
-  for (int i = 0; i < iters; ++i) {
-#pragma unroll
-    for (int s = 0; s < STEPS; ++s) {
-#pragma unroll
-      for (int c = 0; c < CHAINS; ++c) x[c] = fmaf(x[c], m, a);
-    }
-  }
-  float sum = 0.0f;
-#pragma unroll
-  for (int c = 0; c < CHAINS; ++c) sum += x[c];
-  out[tid] = sum;
+  out[tid] = fma_chains(x, 0.5f + 1e-3f * (threadIdx.x & 15), 0.25f + 1e-6f * iters, iters);
 }
 
-// FP64 FMA throughput: the structure of ffma_loop with doubles, so DFMA issue on the FP64 pipe
-// (half as many lanes as FP32 on an H100) is the only limit.
+// FP64: DFMA on the FP64 pipe (half as many lanes as FP32 on an H100).
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     dfma_loop(double* out, int iters) {
   const int tid = blockIdx.x * blockDim.x + threadIdx.x;
-  const double m = 0.5 + 1e-3 * (threadIdx.x & 15);
-  const double a = 0.25 + 1e-6 * iters;
   double x[CHAINS];
 #pragma unroll
   for (int c = 0; c < CHAINS; ++c) x[c] = 1e-3 * (tid + c);
-  for (int i = 0; i < iters; ++i) {
-#pragma unroll
-    for (int s = 0; s < STEPS; ++s) {
-#pragma unroll
-      for (int c = 0; c < CHAINS; ++c) x[c] = fma(x[c], m, a);
-    }
-  }
-  double sum = 0.0;
-#pragma unroll
-  for (int c = 0; c < CHAINS; ++c) sum += x[c];
-  out[tid] = sum;
+  out[tid] = fma_chains(x, 0.5 + 1e-3 * (threadIdx.x & 15), 0.25 + 1e-6 * iters, iters);
 }
 
-// Packed FP16 FMA throughput: one HFMA2 is two half-precision FMAs per lane (4 FLOP) at the
-// issue rate of FFMA; same chain structure as ffma_loop, values held near a / (1 - m) = 0.5.
+// Packed FP16: one HFMA2 is two half-precision FMAs per lane (4 FLOP); values near 0.5.
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
     hfma2_loop(__half2* out, int iters) {
   const int tid = blockIdx.x * blockDim.x + threadIdx.x;
-  const __half2 m = __floats2half2_rn(0.5f + 1e-3f * (threadIdx.x & 15), 0.5f);
-  const __half2 a = __float2half2_rn(0.25f + 1e-6f * iters);
   __half2 x[CHAINS];
 #pragma unroll
   for (int c = 0; c < CHAINS; ++c) x[c] = __floats2half2_rn(1e-3f * (tid & 255), 1e-3f * c);
-  for (int i = 0; i < iters; ++i) {
-#pragma unroll
-    for (int s = 0; s < STEPS; ++s) {
-#pragma unroll
-      for (int c = 0; c < CHAINS; ++c) x[c] = __hfma2(x[c], m, a);
-    }
-  }
-  __half2 sum = x[0];
-#pragma unroll
-  for (int c = 1; c < CHAINS; ++c) sum = __hadd2(sum, x[c]);
-  out[tid] = sum;
+  out[tid] = fma_chains(x, __floats2half2_rn(0.5f + 1e-3f * (threadIdx.x & 15), 0.5f),
+                        __float2half2_rn(0.25f + 1e-6f * iters), iters);
 }
 
 // Adds every part of a loaded float4, so that all 16 bytes are used and the load stays 128-bit.

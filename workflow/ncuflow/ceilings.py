@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from .tf32 import matmul_tf32
+
 SOURCE = Path(__file__).with_name("ceilings.cu")
 KERNELS = ("ffma_loop", "dfma_loop", "hfma2_loop", "l2_read", "l1_read", "shared_read")
 MEMORY = ("dram", "l2", "l1", "shared")
@@ -241,20 +243,6 @@ def _fma(d: _Device, name: str, dtype: str, flop_per_fma: int, what: str) -> dic
     return _measure(d, lambda: launch(iters), work, "FLOP/s", method)
 
 
-def _tf32_matmul(a: Any, b: Any, c: Any) -> None:
-    """cupy.matmul with TF32 tensor-core arithmetic, as kernels/matmul/family.py sets it."""
-    import cupy
-    import numpy
-    from cupy._core import _routines_linalg as linalg
-
-    previous = linalg.get_compute_type(numpy.float32)
-    linalg.set_compute_type(numpy.float32, linalg.COMPUTE_TYPE_TF32)
-    try:
-        cupy.matmul(a, b, out=c)
-    finally:
-        linalg.set_compute_type(numpy.float32, previous)
-
-
 def _gemm(d: _Device, dtype: Any, label: str, tf32: bool = False) -> dict[str, Any]:
     cp, n = d.cp, GEMM_N
     x = cp.random.random((n, n), dtype=cp.float32).astype(dtype)
@@ -263,7 +251,7 @@ def _gemm(d: _Device, dtype: Any, label: str, tf32: bool = False) -> dict[str, A
 
     def launch() -> None:
         if tf32:
-            _tf32_matmul(x, y, z)
+            matmul_tf32(x, y, z)
         else:
             cp.matmul(x, y, out=z)
 
