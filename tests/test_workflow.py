@@ -103,6 +103,10 @@ def test_a_family_that_only_moves_bytes_replays_end_to_end(workflow_copy: Path) 
     table = pd.read_parquet(results / "table.parquet")
     assert len(table) == 30 and (table["status"] == "ok").all() and (table["gbps"] > 0).all()
     assert "DRAM theoretical" in (results / "roofline.svg").read_text()
+    gpu = pd.read_parquet(ROOT / "resources" / "captures" / "h100-sxm-transpose" / "transpose"
+                          / "table.parquet")  # fmt: skip
+    numeric = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])]
+    pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
     assert "GB/s" in (results / "gflops_vs_size.svg").read_text()
 
 

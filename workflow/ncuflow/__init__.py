@@ -2,8 +2,11 @@
 
 Each stage of the Snakemake workflow is a module here with plain functions:
 spec (kernel families and variants), expr (safe expressions), config (validation),
-expand (configurations), harness (GPU: compile, check, time), profile (ncu),
-ncu_csv (parsing), analysis (roofline and bound), collect, plots, device, replay.
+expand (configurations), vocab (statuses and NVTX names every stage shares), harness
+(GPU: compile, check, time) with timing (adaptive repeats), profile (ncu), ncu_rep (the
+report at full precision), metrics (the registry of counters, ceilings and columns),
+derive (registry columns per configuration), analysis (roofs and the bound rule),
+ceilings (measured ceilings), collect, plots, device, replay.
 """
 
 __version__ = "0.1.0"
