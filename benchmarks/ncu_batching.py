@@ -21,7 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 from ncuflow.config import load_study
 from ncuflow.harness import measure_stage
+from ncuflow.metrics import required_metrics
+from ncuflow.ncu_rep import read_report, write_long
 from ncuflow.profile import (
+    available_metrics,
     export_csv,
     find_ncu,
     ncu_command,
@@ -48,16 +51,18 @@ def main() -> int:
         ids = [r["config_id"] for r in study.experiments["ncu_batching"].configs["naive"]]
 
         started = time.perf_counter()
-        profile_stage(plan, measure, work / "one.csv", work / "one.ncu-rep", "ncu",
-                      sections, "none", [], quiet)  # fmt: skip
+        profile_stage(plan, measure, work / "one.parquet", work / "one.csv",
+                      work / "one.ncu-rep", "ncu", sections, "none", [], quiet)  # fmt: skip
         batched = time.perf_counter() - started
 
         started = time.perf_counter()
+        metrics = available_metrics(ncu, required_metrics(), quiet)
         for i, config_id in enumerate(ids):
             report = work / f"each{i}"
-            run_ncu(ncu_command(ncu, report, sections, "none", [],
+            run_ncu(ncu_command(ncu, report, sections, "none", metrics,
                                 worker_command(plan, measure, [config_id])), quiet)  # fmt: skip
             export_csv(ncu, report.with_suffix(".ncu-rep"), work / f"each{i}.csv")
+            write_long(read_report(report.with_suffix(".ncu-rep")), work / f"each{i}.parquet")
         separate = time.perf_counter() - started
     print(f"configurations: {len(ids)}")
     print(f"one ncu process for all:      {batched:7.1f} s")
