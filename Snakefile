@@ -70,9 +70,9 @@ rule all:
     input:
         "results/device.json",
         expand("results/{experiment}/table.parquet", experiment=STUDY.experiments),
-        expand(
-            "results/{experiment}/{figure}.{ext}",
-            experiment=STUDY.experiments,
-            figure=["roofline", "gflops_vs_size"],
-            ext=["png", "svg"],
-        ),
+        [
+            f"results/{experiment}/{figure}.{ext}"
+            for experiment in STUDY.experiments
+            for figure in STUDY.figures(experiment)
+            for ext in ("png", "svg")
+        ],

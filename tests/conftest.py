@@ -111,3 +111,21 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
                                                            "metrics.parquet")))  # fmt: skip
         tables[name] = collect(name, jobs, work / "device.json", work / f"{name}.parquet")
     return tables
+
+
+def measure_study(tmp_path: Path, kernels: Path, experiments: dict, repeats: int) -> dict:
+    """Every (experiment, variant) of a study through the measure stage, each timed
+    ``repeats`` times; the records by variant (plans and records stay in ``tmp_path``)."""
+    from ncuflow.config import load_study
+    from ncuflow.harness import measure_stage
+
+    timing = {"warmup": 1, "min_repeats": repeats, "max_repeats": repeats}
+    study = load_study({"kernels_dir": str(kernels), "timing": timing, "experiments": experiments})
+    found: dict[str, dict] = {}
+    for experiment, variant in study.jobs():
+        plan = tmp_path / f"{experiment}.{variant}.plan.json"
+        plan.write_text(study.plan_json(experiment, variant))
+        out = tmp_path / f"{experiment}.{variant}.measure.json"
+        measure_stage(plan, out, lambda line: None)
+        found.setdefault(variant, {}).update(json.loads(out.read_text()))
+    return found

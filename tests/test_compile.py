@@ -64,6 +64,46 @@ def test_variant_compiles_for_sm90(
                "-o", str(tmp_path / "k.cubin"), str(variant.path)]  # fmt: skip
     proc = subprocess.run(command, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert f"Compiling entry function '{variant.kernel}'" in proc.stderr
+    for kernel in variant.kernels:
+        assert f"Compiling entry function '{kernel}'" in proc.stderr
     spills = re.findall(r"(\d+) bytes spill stores", proc.stderr)
     assert spills and all(s == "0" for s in spills), proc.stderr
+
+
+try:  # NVIDIA's NVRTC bindings (pip install cuda-bindings nvidia-cuda-nvrtc): CPU only
+    from cuda.bindings import nvrtc
+except ImportError:
+    nvrtc = None
+
+
+def _nvrtc_cases() -> list[tuple[Path, str, str]]:
+    cases = []
+    for kernels in (ROOT / "kernels", ROOT / "tests" / "data" / "kernels"):
+        for family_name in available_families(kernels):
+            family = load_family(kernels, family_name)
+            cases += [
+                (kernels, family_name, v) for v, spec in family.variants.items() if spec.is_cuda
+            ]
+    return cases
+
+
+@pytest.mark.skipif(nvrtc is None, reason="NVRTC's Python bindings are not installed")
+@pytest.mark.parametrize(("kernels", "family_name", "variant_name"), _nvrtc_cases(),
+                         ids=lambda v: v if isinstance(v, str) else "")  # fmt: skip
+def test_variant_compiles_with_nvrtc_as_the_harness_compiles_it(
+    kernels: Path, family_name: str, variant_name: str
+) -> None:
+    """The harness's own options (include folders of every included file, element types,
+    the family hash): what CuPy hands NVRTC on the GPU machine."""
+    from ncuflow.harness import compile_options
+
+    family = load_family(kernels, family_name)
+    variant = family.variants[variant_name]
+    options = [*compile_options(family, variant, variant.params, variant.dtypes()), "-arch=sm_90"]
+    _, program = nvrtc.nvrtcCreateProgram(variant.source.encode(), variant.path.name.encode(),
+                                          0, [], [])  # fmt: skip
+    (result,) = nvrtc.nvrtcCompileProgram(program, len(options), [o.encode() for o in options])
+    _, size = nvrtc.nvrtcGetProgramLogSize(program)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(program, log)
+    assert result == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")

@@ -43,7 +43,11 @@ def _with(config: dict, path: str, value: object) -> dict:
 
 BASE = minimal_config()
 BAD = [
-    ("experiments.sq.family", "mm", "experiments.sq.family: unknown family 'mm'; valid: matmul"),
+    (
+        "experiments.sq.family",
+        "mm",
+        "experiments.sq.family: unknown family 'mm'; valid: classifier, conv, matmul",
+    ),
     (
         "experiments.sq.variants",
         {"naiv": None},

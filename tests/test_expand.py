@@ -60,7 +60,9 @@ def test_expansion_keeps_failing_combinations_as_skipped_rows_with_reasons() -> 
     rows = _expand("smem_tiled", {"TILE": [16, 32, 64]})
     assert [r["status"] for r in rows] == [PENDING, PENDING, SKIPPED]
     assert "4096 threads exceeds the device limit of 1024" in rows[2]["error"]
-    assert rows[0]["block"] == (16, 16, 1) and rows[0]["grid"] == (64, 64, 1)
+    assert rows[0]["launches"] == [
+        {"name": "matmul_smem_tiled", "block": (16, 16, 1), "grid": (64, 64, 1), "dynamic_smem": 0}
+    ]
     assert rows[0]["flops"] == 2 * 1023**3
     assert rows[0]["min_bytes"] == 3 * 1023 * 1023 * 4
 
@@ -86,4 +88,4 @@ def test_unknown_parameter_names_the_valid_ones() -> None:
 def test_library_variants_have_one_configuration_per_size() -> None:
     rows = _expand("cublas_fp32", {})
     assert len(rows) == 1 and rows[0]["config_id"] == "M=1023_N=1023_K=1023"
-    assert rows[0]["status"] == PENDING and "block" not in rows[0]
+    assert rows[0]["status"] == PENDING and rows[0]["launches"] == [{"name": "cublas_matmul"}]

@@ -1,7 +1,6 @@
 """On the GPU (pytest -m gpu, run on the GPU machine): every variant against the float64
 reference at divisible and non-divisible sizes, faulty kernels caught, one ncu process."""
 
-import json
 import re
 import shutil
 from pathlib import Path
@@ -10,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, measure_study
 from ncuflow.config import load_study
 from ncuflow.derive import config_metrics
 from ncuflow.profile import profile_stage
@@ -57,21 +56,7 @@ def kernels(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _measure(tmp_path: Path, kernels: Path, experiments: dict) -> dict[str, dict]:
-    """Every (experiment, variant) through the measure stage; records by variant."""
-    from ncuflow.harness import measure_stage
-
-    config = {"kernels_dir": str(kernels), "timing": {"warmup": 1, "min_repeats": 5,
-                                                      "max_repeats": 5},
-              "experiments": experiments}  # fmt: skip
-    study = load_study(config)
-    found: dict[str, dict] = {}
-    for experiment, variant in study.jobs():
-        plan = tmp_path / f"{experiment}.{variant}.plan.json"
-        plan.write_text(study.plan_json(experiment, variant))
-        out = tmp_path / f"{experiment}.{variant}.measure.json"
-        measure_stage(plan, out, lambda line: None)
-        found.setdefault(variant, {}).update(json.loads(out.read_text()))
-    return found
+    return measure_study(tmp_path, kernels, experiments, repeats=5)
 
 
 def _ladder() -> dict[str, dict | None]:
@@ -107,7 +92,7 @@ def test_every_variant_matches_the_reference(tmp_path: Path, kernels: Path) -> N
     assert set(found) == set(ladder)
     failures = []
     for variant, records in found.items():
-        tolerance = family.tolerance[family.variants[variant].dtype]
+        tolerance = family.checks["C"].limit(family.variants[variant].dtype)
         for config_id, record in records.items():
             if record["status"] != "ok" or not record["rel_error"] < tolerance:
                 failures.append(f"{variant} {config_id}: {record['status']} {record['error']}")

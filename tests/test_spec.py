@@ -20,7 +20,7 @@ def test_matmul_family_declares_its_variants() -> None:
     assert family.dims == ("M", "N", "K")
     assert {"naive", "smem_tiled", "cublas_fp32"} <= set(family.variants)
     naive = family.variants["naive"]
-    assert naive.is_cuda and naive.kernel == "matmul_naive"
+    assert naive.is_cuda and naive.kernels == ("matmul_naive",)
     assert naive.params == {"BLOCK_X": 16, "BLOCK_Y": 16}
     assert family.variants["cublas_fp32"].baseline
     assert not family.variants["cublas_fp32"].is_cuda
@@ -67,7 +67,7 @@ def _edit(path: Path, old: str, new: str) -> None:
         ("smem_tiled.cu", "block: TILE, TILE", "block: TILE, TILE, 1, 1", "1 to 3 expressions"),
         ("smem_tiled.cu", "static_smem:", "shared_bytes:", "unknown key"),
         ("naive.cu", "/*---", "/*", "no declaration"),
-        ("family.yaml", "float32: 1.0e-5", "float64: 1.0e-5", "no entry for dtype float32"),
+        ("family.yaml", "float32: 1.0e-5", "float64: 1.0e-5", "no tolerance for dtype float32"),
         ("cpu_blas.yaml", "runs_on: cpu", "runs_on: tpu", "runs_on 'tpu' is not valid"),
         ("naive.cu", "kernel: matmul_naive", "kernel: matmul_naive\nruns_on: cpu", "runs_on"),
         ("cublas_fp32.yaml", "library: cublas_matmul", "lib: x", "unknown key"),

@@ -12,7 +12,7 @@ import yaml
 
 from conftest import ROOT
 from ncuflow.config import load_study
-from ncuflow.spec import load_family
+from ncuflow.spec import Check, load_family
 
 FOLDER = ROOT / "kernels" / "transpose"
 NVCC = shutil.which("nvcc")
@@ -25,18 +25,18 @@ def test_transpose_family_declares_its_variants() -> None:
     assert set(family.variants) == {"naive", "smem_tiled", "cupy_transpose"}
     assert family.args == ("A", "B", "M", "N")
     dims = {"M": 3, "N": 5}
-    assert tuple(e(dims) for e in family.inputs["A"]) == (3, 5)
-    assert tuple(e(dims) for e in family.outputs["B"]) == (5, 3)
+    assert tuple(e(dims) for e in family.inputs["A"].shape) == (3, 5)
+    assert tuple(e(dims) for e in family.outputs["B"].shape) == (5, 3)
     assert family.flops(dims) == 0
     assert family.min_bytes({**dims, "in_bytes": 4, "out_bytes": 4}) == 120
-    assert family.tolerance == {"float32": 0.0}
+    assert family.checks["B"] == Check("rel_fro", {"float32": 0.0})
     assert family.size_axis == "M"
     for name in CUDA_VARIANTS:
         variant = family.variants[name]
-        assert variant.is_cuda and variant.kernel == f"transpose_{name}"
+        assert variant.is_cuda and variant.kernels == (f"transpose_{name}",)
     baseline = family.variants["cupy_transpose"]
     assert baseline.baseline and not baseline.is_cuda and baseline.profiled
-    assert callable(family.function(baseline.library or ""))
+    assert callable(family.function(baseline.launches[0].library or ""))
 
 
 def test_reference_is_the_contiguous_transpose() -> None:

@@ -37,33 +37,8 @@ struct CopyPlan {
   static constexpr bool kRowGuard = Rows % kRowStep != 0;
 };
 
-// ---- cp.async (sm_80+). src_bytes < the copy size zero-fills the rest of the destination;
-// with src_bytes == 0 nothing is read from src (as in CUTLASS's cp_async_zfill), so the
-// pointer of an element outside the matrix may be formed but is never dereferenced.
-
-__device__ __forceinline__ void cp_async_16(float* dst, const float* src, int src_bytes) {
-  const unsigned dst_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst_addr), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void cp_async_4(float* dst, const float* src, int src_bytes) {
-  const unsigned dst_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst_addr), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-// Waits until at most Pending of this thread's committed groups are still in flight.
-template <int Pending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
-}
+// ---- cp.async (sm_80+): the copies every pipelined variant shares.
+#include "../common/cp_async.cuh"
 
 // ---- Tile loaders: each of the Threads threads (tid) issues its share.
 

@@ -85,13 +85,18 @@ def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     import pandas as pd
 
-    from .plots import gflops_vs_size, roofline
+    from .plots import family_figure, gflops_vs_size, roofline
+    from .spec import load_family
 
     table = pd.read_parquet(args.table)
+    family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
     device = json.loads(args.device.read_text())
-    for path in roofline(table, device, args.out_dir / "roofline"):
-        log(f"wrote {path}")
-    for path in gflops_vs_size(table, args.size_axis, device, args.out_dir / "gflops_vs_size"):
+    if args.figure:
+        paths = family_figure(table, family, args.figure, device, args.out_dir / args.figure)
+    else:
+        paths = roofline(table, device, args.out_dir / "roofline")
+        paths += gflops_vs_size(table, family, device, args.out_dir / "gflops_vs_size")
+    for path in paths:
         log(f"wrote {path}")
 
 
@@ -175,7 +180,8 @@ def _parser() -> argparse.ArgumentParser:
     p = stage("plot", _plot, "the experiment's figures (PNG and SVG)")
     p.add_argument("--table", type=Path, required=True)
     p.add_argument("--device", type=Path, required=True)
-    p.add_argument("--size-axis", required=True)
+    p.add_argument("--kernels-dir", type=Path, required=True)
+    p.add_argument("--figure", help="one of the family's own figures (default: the standard ones)")
     p.add_argument("--out-dir", type=Path, required=True)
     p = stage("device", _device, "write device.json")
     p.add_argument("--out", type=Path, required=True)

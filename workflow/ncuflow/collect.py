@@ -13,16 +13,18 @@ import pandas as pd
 
 from .analysis import classify, derived_columns
 from .errors import NcuflowError
+from .expr import ExprError
 from .metrics import COLUMNS
-from .spec import load_family
+from .spec import Family, Variant, load_family
 from .vocab import OK, PENDING, SKIPPED, plan_variant
 
 # The columns every table starts with, in this order; the dimensions and tunables of the
 # family follow the first five, and per-kernel details follow these.
 LEADING = ["experiment", "family", "variant", "config_id", "dtype"]
 MEASURED = [
-    "status", "error", "rel_error", "time_ms", "time_ms_iqr", "time_cv", "time_ci95_pct",
-    "time_unstable", "time_note", "repeats", "flops", "gflops", "min_bytes", "gbps",
+    "status", "error", "rel_error", "max_abs_error", "time_ms", "time_ms_iqr", "time_cv",
+    "time_ci95_pct", "time_unstable", "time_note", "repeats", "flops", "gflops", "min_bytes",
+    "gbps",
     "ncu_time_ms", "flops_counted", "roof", "roof_flops_per_s", "roof_measured_flops_per_s",
     "achieved_flops_per_s", "dram_bytes", "model_dram_bytes", "l2_bytes", "l1_bytes",
     "ai_dram", "ai_l2", "ai_l1", "dram_gbps", "sm_throughput_pct", "memory_throughput_pct",
@@ -30,8 +32,9 @@ MEASURED = [
     "shared_mem_per_block", "bound", "bound_level", "bound_reason",
 ]  # fmt: skip
 DETAILS = [
-    "baseline", "runs_on", "merit", "output_bytes", "executed_flops", "block", "grid",
-    "dynamic_smem", "registers_per_thread_compiled", "local_bytes_per_thread", "ncu_kernels",
+    "out_dtype", "baseline", "runs_on", "profiled", "merit", "speedup", "output_bytes",
+    "executed_flops", "block", "grid", "dynamic_smem", "registers_per_thread_compiled",
+    "local_bytes_per_thread", "ncu_kernels",
     "flops_undeclared", "dram_bytes_counted", "dram_write_deferred_bytes",
     *(c for c in COLUMNS if c not in {"ncu_time_ms", "dram_bytes", "l2_bytes", "l1_bytes",
                                       "sm_throughput_pct", "memory_throughput_pct",
@@ -41,8 +44,16 @@ DETAILS = [
 ]  # fmt: skip
 
 
-def _geometry(value: Sequence[int] | None) -> str | None:
-    return "x".join(map(str, value)) if value else None
+def _geometry(launches: Sequence[dict[str, Any]], key: str) -> str | None:
+    """'16x16x1', or each kernel's joined by ' + ' for a sequence of launches."""
+    shown = ["x".join(map(str, g[key])) for g in launches if key in g]
+    return " + ".join(shown) or None
+
+
+def _not_profiled(variant: Variant) -> str:
+    if variant.runs_on == "cpu":
+        return "not profiled: runs on the host (timed with the host clock)"
+    return "not profiled: the variant declares profiled: false (timed with CUDA events only)"
 
 
 def variant_rows(
@@ -59,6 +70,8 @@ def variant_rows(
         row = {k: config[k] for k in LEADING}
         row.update(config["dims"])
         row.update(config["params"])
+        row.update(plan.get("scalars", {}))
+        launches = config.get("launches", [])
         row.update(
             status=config["status"],
             error=config["error"],
@@ -67,20 +80,27 @@ def variant_rows(
             output_bytes=config.get("output_bytes"),
             model_dram_bytes=config.get("model_dram_bytes"),
             executed_flops=config.get("executed_flops"),
+            out_dtype=config.get("out_dtype", variant.out_dtype),
             merit=family.merit,
             baseline=variant.baseline,
             runs_on=variant.runs_on,
-            block=_geometry(config.get("block")),
-            grid=_geometry(config.get("grid")),
-            dynamic_smem=config.get("dynamic_smem"),
+            profiled=variant.profiled,
+            block=_geometry(launches, "block"),
+            grid=_geometry(launches, "grid"),
+            dynamic_smem=max(
+                (g["dynamic_smem"] for g in launches if "dynamic_smem" in g), default=None
+            ),
         )
         if config["status"] == PENDING:
             if cid not in measured:
                 raise NcuflowError(f"{measure_path} has no record of {cid}: measure again")
             record = {
-                k: v for k, v in measured[cid].items() if k not in ("times_ms", "fingerprint")
+                k: v
+                for k, v in measured[cid].items()
+                if k not in ("times_ms", "fingerprint", "step_ms")
             }
             row.update(record)
+            row.update({f"step_{k}_ms": v for k, v in measured[cid].get("step_ms", {}).items()})
             if row["status"] == OK:
                 row["gflops"] = row["flops"] / row["time_ms"] / 1e6
                 row["gbps"] = row["min_bytes"] / row["time_ms"] / 1e6
@@ -90,8 +110,36 @@ def variant_rows(
                     row["bound"], row["bound_level"], row["bound_reason"] = classify(row, ceilings)
                 elif variant.profiled:
                     row["error"] = "ncu recorded no kernel inside this configuration's NVTX range"
+                else:
+                    row["bound_reason"] = _not_profiled(variant)
         rows.append(row)
     return rows
+
+
+def family_columns(table: pd.DataFrame, family: Family) -> None:
+    """The family's own columns (``columns:`` in family.yaml), expressions over each row's
+    values; a row that lacks a value (a skipped one) gets NaN."""
+    for name, expr in family.columns.items():
+        values = []
+        for row in table.to_dict("records"):
+            env = {k: v for k, v in row.items() if isinstance(v, int | float) and not pd.isna(v)}
+            try:
+                values.append(float(expr(env)))
+            except ExprError:
+                values.append(np.nan)
+        table[name] = values
+
+
+def speedups(table: pd.DataFrame, family: Family, dims: list[str]) -> pd.Series:
+    """Each ok row's speedup over the fastest ok configuration of the family's reference
+    variant (``speedup_over``) at the same sizes; NaN where there is none."""
+    ok = table[table["status"] == OK]
+    reference = ok[ok["variant"] == family.speedup_over].groupby(dims)["time_ms"].min()
+    if reference.empty:
+        return pd.Series(np.nan, index=table.index)
+    keys = pd.MultiIndex.from_frame(table[dims])
+    base = pd.Series(reference.reindex(keys).to_numpy(), index=table.index)
+    return (base / table["time_ms"].astype(float)).where(table["status"] == OK)
 
 
 def collect(
@@ -113,6 +161,9 @@ def collect(
     for column in MEASURED + DETAILS:
         if column not in table:
             table[column] = np.nan
+    if family.speedup_over:
+        table["speedup"] = speedups(table, family, dims)
+    family_columns(table, family)
     for column in params:
         table[column] = table[column].astype("Int64")
     table["time_unstable"] = table["time_unstable"].astype("boolean")
@@ -122,7 +173,7 @@ def collect(
         table[column] = table[column].astype("Float64").astype("Int64")
     table["status"] = table["status"].fillna(SKIPPED)
     table["error"] = table["error"].fillna("")
-    ordered = LEADING + dims + params + MEASURED + DETAILS
+    ordered = LEADING + dims + params + list(family.scalars) + MEASURED + DETAILS
     table = table[ordered + [c for c in table.columns if c not in ordered]]
     table.to_parquet(out, index=False)
     table.to_csv(out.with_suffix(".csv"), index=False)

@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import ConfigError, NcuflowError
 from .expand import PENDING, DeviceLimits, expand_variant, size_grid
-from .spec import Family, available_families, load_family
+from .spec import STANDARD_FIGURES, Family, SpecError, available_families, load_family, scalar_value
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
@@ -85,6 +85,7 @@ class Experiment:
     name: str
     family: Family
     configs: dict[str, list[dict[str, Any]]]  # variant -> its configurations
+    scalars: dict[str, int | float]  # every scalar argument's value (declared or overridden)
 
     @property
     def variants(self) -> list[str]:
@@ -115,11 +116,20 @@ class Study:
             "family_fingerprint": exp.family.fingerprint,
             "seed": self.config["seed"],
             "timing": self.config["timing"],
+            "scalars": exp.scalars,
             "configs": exp.configs[variant],
         }
 
     def plan_json(self, experiment: str, variant: str) -> str:
         return json.dumps(self.plan(experiment, variant), indent=1, sort_keys=True)
+
+    def figures(self, experiment: str) -> list[str]:
+        """Every figure of an experiment: the standard ones and its family's own."""
+        return [*STANDARD_FIGURES, *self.experiments[experiment].family.figures]
+
+    def family_figures(self) -> list[str]:
+        """Names of the figures the families of this study declare themselves."""
+        return sorted({f for e in self.experiments.values() for f in e.family.figures})
 
     def count(self) -> tuple[int, int]:
         """(configurations, of which pending)."""
@@ -143,6 +153,7 @@ def _experiment(
     except NcuflowError as exc:
         raise ConfigError(f"{where}.family", str(exc)) from None
     sizes = size_grid(data["sizes"], family.dims, f"{where}.sizes")
+    _check_index_range(family, sizes, f"{where}.sizes")
     configs: dict[str, list[dict[str, Any]]] = {}
     for vname, vdata in data["variants"].items():
         if vname not in family.variants:
@@ -152,6 +163,13 @@ def _experiment(
                 f"{', '.join(family.variants)}",
             )
         vdata = vdata or {}
+        variant = family.variants[vname]
+        if vdata.get("dtype", variant.dtype) not in variant.accepts:
+            raise ConfigError(
+                f"{where}.variants.{vname}.dtype",
+                f"variant {vname} does not accept dtype {vdata['dtype']!r}; it accepts "
+                f"{', '.join(variant.accepts)}",
+            )
         rows = expand_variant(
             name,
             family,
@@ -161,6 +179,7 @@ def _experiment(
             vdata.get("restrictions") or [],
             limits,
             f"{where}.variants.{vname}",
+            vdata.get("dtype"),
         )
         if not any(r["status"] == PENDING for r in rows):
             reasons = sorted({r["error"] for r in rows})
@@ -171,7 +190,44 @@ def _experiment(
                 f"Change the grid so that at least one combination is valid",
             )
         configs[vname] = rows
-    return Experiment(name=name, family=family, configs=configs)
+    return Experiment(
+        name=name,
+        family=family,
+        configs=configs,
+        scalars=_scalars(family, data.get("scalars") or {}, f"{where}.scalars"),
+    )
+
+
+def _check_index_range(family: Family, sizes: list[dict[str, int]], where: str) -> None:
+    """Every dimension must fit the C type the family passes dimensions as."""
+    bits = 31 if family.index_type == "int32" else 63
+    for dims in sizes:
+        too_big = [d for d, v in dims.items() if v >= 2**bits]
+        if too_big:
+            raise ConfigError(
+                f"{where}.{too_big[0]}",
+                f"{dims[too_big[0]]} does not fit the {family.index_type} that family "
+                f"{family.name} passes its dimensions as (at most {2**bits - 1})",
+            )
+
+
+def _scalars(family: Family, given: Mapping[str, Any], where: str) -> dict[str, int | float]:
+    """The family's scalar arguments with the experiment's values, each checked against
+    its declared dtype."""
+    unknown = [k for k in given if k not in family.scalars]
+    if unknown:
+        valid = ", ".join(family.scalars) or "none (the family takes no scalar)"
+        raise ConfigError(
+            f"{where}.{unknown[0]}",
+            f"unknown scalar {unknown[0]!r} of family {family.name}; valid: {valid}",
+        )
+    values = {}
+    for name, scalar in family.scalars.items():
+        try:
+            values[name] = scalar_value(name, scalar.dtype, given.get(name, scalar.value))
+        except SpecError as exc:
+            raise ConfigError(f"{where}.{name}", str(exc).split(": ", 1)[1]) from None
+    return values
 
 
 def load_study(config: dict[str, Any], root: Path | str = ".") -> Study:

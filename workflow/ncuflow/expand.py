@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
 from .expr import Expr, ExprError
-from .spec import DTYPE_BYTES, Family, Variant
+from .spec import DTYPE_BYTES, Family, Launch, Tensor, Variant
 from .vocab import PENDING, SKIPPED
 
 
@@ -38,9 +38,15 @@ def _as_list(value: int | Sequence[int]) -> list[int]:
     return [value] if isinstance(value, int) else list(value)
 
 
-def size_grid(sizes: Mapping[str, Any], dims: Sequence[str], where: str) -> list[dict[str, int]]:
+def size_grid(sizes: Any, dims: Sequence[str], where: str) -> list[dict[str, int]]:
     """Cross product of the listed sizes; a string is an expression over other dimensions
-    (``N: M`` ties N to M, ``K: 2 * M`` makes K twice M)."""
+    (``N: M`` ties N to M, ``K: 2 * M`` makes K twice M). A list of such grids (named layer
+    sizes, say) is their union, in order, without repeats."""
+    if isinstance(sizes, list):
+        grid: list[dict[str, int]] = []
+        for i, part in enumerate(sizes):
+            grid += [g for g in size_grid(part, dims, f"{where}[{i}]") if g not in grid]
+        return grid
     missing = [d for d in dims if d not in sizes]
     unknown = [d for d in sizes if d not in dims]
     if missing or unknown:
@@ -103,50 +109,69 @@ def _geometry(exprs: Sequence[Expr], env: Mapping[str, int]) -> tuple[int, int, 
     return (*values, *[1] * (3 - len(values)))  # type: ignore[return-value]
 
 
-def _check_limits(
-    variant: Variant, env: Mapping[str, int], limits: DeviceLimits
+def _launch_limits(
+    variant: Variant, launch: Launch, env: Mapping[str, int], limits: DeviceLimits
 ) -> tuple[str, dict[str, Any]]:
-    """The reason a configuration cannot launch ('' when it can), and its launch geometry."""
-    if not variant.is_cuda:
-        return "", {}
-    block, grid = _geometry(variant.block, env), _geometry(variant.grid, env)
-    static_smem, dynamic_smem = int(variant.static_smem(env)), int(variant.dynamic_smem(env))
-    launch = {"block": block, "grid": grid, "dynamic_smem": dynamic_smem}
+    """The reason one kernel launch cannot run ('' when it can), and its geometry."""
+    if not launch.kernel:
+        return "", {"name": launch.name}
+    block, grid = _geometry(launch.block, env), _geometry(launch.grid, env)
+    static_smem, dynamic_smem = int(launch.static_smem(env)), int(launch.dynamic_smem(env))
+    geometry = {"name": launch.name, "block": block, "grid": grid, "dynamic_smem": dynamic_smem}
     threads = math.prod(block)
     if min(block) < 1 or min(grid) < 1:
-        return f"block {block} and grid {grid} must be positive in every dimension", launch
+        return f"block {block} and grid {grid} must be positive in every dimension", geometry
     if threads > limits.max_threads_per_block:
         return (
             f"block {'×'.join(map(str, block))} = {threads} threads exceeds the device limit "
             f"of {limits.max_threads_per_block} threads per block",
-            launch,
+            geometry,
         )
     for axis, size, most in zip("xyz", block, limits.max_block_dims, strict=True):
         if size > most:
-            return f"block.{axis} = {size} exceeds the device limit of {most}", launch
+            return f"block.{axis} = {size} exceeds the device limit of {most}", geometry
     for axis, size, most in zip("xyz", grid, limits.max_grid_dims, strict=True):
         if size > most:
-            return f"grid.{axis} = {size} exceeds the device limit of {most}", launch
+            return f"grid.{axis} = {size} exceeds the device limit of {most}", geometry
     if static_smem > limits.max_static_smem_per_block:
         return (
             f"static shared memory {static_smem} B exceeds the "
             f"{limits.max_static_smem_per_block} B a block may declare statically",
-            launch,
+            geometry,
         )
     total = static_smem + dynamic_smem
     if total > limits.max_static_smem_per_block and not variant.smem_optin:
         return (
             f"shared memory {total} B exceeds {limits.max_static_smem_per_block} B and the "
             "variant does not opt in (smem_optin: true)",
-            launch,
+            geometry,
         )
     if total > limits.max_smem_per_block_optin:
         return (
             f"shared memory {total} B exceeds the opt-in limit of "
             f"{limits.max_smem_per_block_optin} B per block",
-            launch,
+            geometry,
         )
-    return "", launch
+    return "", geometry
+
+
+def _check_launches(
+    variant: Variant, env: Mapping[str, int], limits: DeviceLimits
+) -> tuple[str, list[dict[str, Any]]]:
+    """The reason a configuration cannot run ('' when it can), and the geometry of the
+    launches it makes (those whose ``when`` holds), in order."""
+    active = []
+    several = len(variant.launches) > 1
+    for launch in variant.launches:
+        if launch.when is not None and not launch.when(env):
+            continue
+        reason, geometry = _launch_limits(variant, launch, env, limits)
+        active.append(geometry)
+        if reason:
+            return (f"{launch.name}: {reason}" if several else reason), active
+    if not active:
+        return "no launch's 'when' holds for this configuration", active
+    return "", active
 
 
 def _param_grid(variant: Variant, grid: Mapping[str, Any], where: str) -> Iterator[dict[str, int]]:
@@ -162,10 +187,14 @@ def _param_grid(variant: Variant, grid: Mapping[str, Any], where: str) -> Iterat
         yield dict(zip(variant.params, combo, strict=True))
 
 
-def output_bytes(family: Family, variant: Variant, dims: Mapping[str, int]) -> int:
-    """Bytes the outputs occupy: what a kernel must eventually write to DRAM."""
-    elements = sum(math.prod(int(e(dims)) for e in shape) for shape in family.outputs.values())
-    return elements * DTYPE_BYTES[variant.out_dtype]
+def tensor_bytes(
+    tensors: Iterable[Tensor], dims: Mapping[str, int], in_dtype: str, out_dtype: str
+) -> int:
+    """Bytes the tensors occupy when a variant runs with these input/output dtypes."""
+    return sum(
+        math.prod(int(e(dims)) for e in t.shape) * DTYPE_BYTES[t.element_dtype(in_dtype, out_dtype)]
+        for t in tensors
+    )
 
 
 def expand_variant(
@@ -177,9 +206,11 @@ def expand_variant(
     extra_restrictions: Sequence[str],
     limits: DeviceLimits,
     where: str,
+    dtype: str | None = None,
 ) -> list[dict[str, Any]]:
-    """All configurations of one variant in one experiment, in grid order."""
-    restrictions = list(variant.restrictions)
+    """All configurations of one variant in one experiment, in grid order; ``dtype`` is the
+    input dtype the experiment chose from the variant's ``accepts`` (None: its own)."""
+    restrictions = [*family.restrictions, *variant.restrictions]
     known = set(family.dims) | set(variant.params) | {"in_bytes", "out_bytes"}
     for i, text in enumerate(extra_restrictions):
         try:
@@ -193,7 +224,8 @@ def expand_variant(
                 f"known: {', '.join(sorted(known))}",
             )
         restrictions.append(expr)
-    element = {"in_bytes": DTYPE_BYTES[variant.dtype], "out_bytes": DTYPE_BYTES[variant.out_dtype]}
+    in_dtype, out_dtype = variant.dtypes(dtype)
+    element = {"in_bytes": DTYPE_BYTES[in_dtype], "out_bytes": DTYPE_BYTES[out_dtype]}
     models = {
         k: e
         for k, e in (
@@ -206,32 +238,39 @@ def expand_variant(
     for params in _param_grid(variant, params_grid, f"{where}.params"):
         for dims in sizes:
             env = {**dims, **params, **element}
-            reason, launch = "", {}
+            reason, launches = "", []
             try:
                 failed = next((r for r in restrictions if not r(env)), None)
                 if failed is not None:
                     shown = ", ".join(f"{k}={env[k]}" for k in sorted(failed.names))
                     reason = f"restriction {failed.text!r} is false ({shown})"
                 else:
-                    reason, launch = _check_limits(variant, env, limits)
+                    reason, launches = _check_launches(variant, env, limits)
             except ExprError as exc:
                 reason = str(exc)
+            outputs = family.outputs.values()
+            min_bytes = (
+                family.min_bytes(env)
+                if family.min_bytes is not None
+                else tensor_bytes(family.tensors.values(), dims, in_dtype, out_dtype)
+            )
             rows.append(
                 {
                     "experiment": experiment,
                     "family": family.name,
                     "variant": variant.name,
                     "config_id": config_id(params, dims),
-                    "dtype": variant.dtype,
+                    "dtype": in_dtype,
+                    "out_dtype": out_dtype,
                     "dims": dims,
                     "params": params,
                     "status": SKIPPED if reason else PENDING,
                     "error": reason,
                     "flops": int(family.flops(env)),
-                    "min_bytes": int(family.min_bytes(env)),
-                    "output_bytes": output_bytes(family, variant, dims),
-                    **{k: int(e(env)) for k, e in models.items()},
-                    **launch,
+                    "min_bytes": int(min_bytes),
+                    "output_bytes": tensor_bytes(outputs, dims, in_dtype, out_dtype),
+                    **({} if reason else {k: int(e(env)) for k, e in models.items()}),
+                    "launches": launches if not reason else [],
                 }
             )
     return rows

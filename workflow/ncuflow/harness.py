@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import json
 import os
 import re
@@ -27,13 +28,15 @@ import numpy as np
 
 from . import records
 from .errors import NcuflowError
-from .spec import Family, Variant, storage_dtype
+from .problem import Problem
+from .spec import C_TYPES, Family, Launch, Variant, local_includes
 from .timing import TimingPolicy, adaptive_repeats, timing_stats
 from .vocab import (
     COMPILE_ERROR,
     LAUNCH_ERROR,
     OK,
     PENDING,
+    SKIPPED,
     WRONG_RESULT,
     nvtx_name,
     plan_variant,
@@ -56,78 +59,23 @@ def _cupy() -> Any:
     return cupy
 
 
-def _shape(exprs: tuple[Any, ...], dims: dict[str, int]) -> tuple[int, ...]:
-    return tuple(int(e(dims)) for e in exprs)
-
-
-class Problem:
-    """Inputs, outputs and the float64 reference for one problem size."""
-
-    def __init__(self, family: Family, variant: Variant, dims: dict[str, int], seed: int) -> None:
-        cp = _cupy()
-        rng = cp.random.default_rng(seed)
-        self.dims = dims
-        # Uniform in [-1, 1): never zeros, and signs that make cancellation errors visible.
-        in_dtype, out_dtype = storage_dtype(variant.dtype), storage_dtype(variant.out_dtype)
-        self.inputs = {
-            name: (rng.random(_shape(shape, dims), dtype=cp.float32) * 2 - 1).astype(in_dtype)
-            for name, shape in family.inputs.items()
-        }
-        self.outputs = {
-            name: cp.empty(_shape(shape, dims), dtype=out_dtype)
-            for name, shape in family.outputs.items()
-        }
-        # The reference sees exactly the values the kernel sees (fp16-rounded for fp16 inputs).
-        reference = family.function(family.reference)
-        self.reference = reference(**{k: v.astype(cp.float64) for k, v in self.inputs.items()})
-        tensors = {**self.inputs, **self.outputs}
-        self.args = tuple(tensors[a] if a in tensors else np.int32(dims[a]) for a in family.args)
-
-    def poison(self) -> None:
-        for out in self.outputs.values():
-            out.fill(np.nan)
-
-    def rel_error(self) -> tuple[float, str]:
-        """Largest relative Frobenius error over the outputs, or NaN and what is missing."""
-        cp = _cupy()
-        worst = 0.0
-        for name, out in self.outputs.items():
-            unwritten = int(cp.isnan(out).sum())
-            if unwritten:
-                return float("nan"), f"{unwritten} of {out.size} elements of {name} never written"
-            ref = self.reference[name]
-            err = float(cp.linalg.norm((out.astype(cp.float64) - ref).ravel()))
-            scale = float(cp.linalg.norm(ref.ravel())) or 1.0
-            worst = max(worst, err / scale)
-        return worst, ""
+def _array_module(variant: Variant) -> Any:
+    """CuPy for a variant that runs on the GPU, NumPy for a host one (no CUDA needed)."""
+    return np if variant.runs_on == "cpu" else _cupy()
 
 
 @dataclass
 class Launcher:
-    """A compiled configuration: call it to launch once on the current stream.
+    """A compiled configuration: its steps (one per launch) in order; ``launch`` runs them
+    all once on the current stream. A host variant's steps run on the host."""
 
-    A host variant (``runs_on: cpu``) works on host copies of the arrays: ``publish``
-    copies its outputs to the device arrays that the check reads."""
-
-    launch: Callable[[], None]
+    steps: list[tuple[str, Callable[[], None]]]
     attributes: dict[str, int]
     on_host: bool = False
-    publish: Callable[[], None] = lambda: None
 
-
-def _host_launcher(fn: Callable[..., None], problem: Problem) -> Launcher:
-    cp = _cupy()
-    outputs = {id(out): np.full(out.shape, np.nan, dtype=out.dtype)
-               for out in problem.outputs.values()}  # fmt: skip
-    args = tuple(
-        outputs.get(id(a), cp.asnumpy(a)) if isinstance(a, cp.ndarray) else a for a in problem.args
-    )
-
-    def publish() -> None:
-        for out in problem.outputs.values():
-            out.set(outputs[id(out)])
-
-    return Launcher(lambda: fn(*args), {}, on_host=True, publish=publish)
+    def launch(self) -> None:
+        for _, step in self.steps:
+            step()
 
 
 @functools.cache
@@ -146,39 +94,83 @@ def toolkit_includes() -> tuple[str, ...]:
     return ()
 
 
+def compile_options(
+    family: Family, variant: Variant, params: dict[str, int], dtypes: tuple[str, str]
+) -> tuple[str, ...]:
+    """NVRTC options of one configuration: tunables as -D, the element types, the folders
+    of the variant and of every file it includes."""
+    folders = dict.fromkeys([variant.path.parent.resolve(),
+                             *(p.parent for p in local_includes(variant.path))])  # fmt: skip
+    # -lineinfo lets the Nsight Compute GUI show the source beside the SASS
+    # CuPy's cache keys on the source and the options, not on included headers: the
+    # family's fingerprint (its files and what they include) makes a changed header recompile
+    return ("-std=c++17", "-lineinfo", *(f"-I{f}" for f in folders), *toolkit_includes(),
+            f"-DNCUFLOW_FAMILY_HASH={family.fingerprint}",
+            f"-DNCUFLOW_IN_T={C_TYPES[dtypes[0]]}", f"-DNCUFLOW_OUT_T={C_TYPES[dtypes[1]]}",
+            *(f"-D{k}={v}" for k, v in params.items()))  # fmt: skip
+
+
+def _step_args(launch: Launch, problem: Problem, env: dict[str, int]) -> tuple[Any, ...]:
+    """A launch's arguments: its own list (names or index expressions) or the family's."""
+    if launch.args is None:
+        return tuple(problem.arg(a) for a in problem.family.args)
+    named = {*problem.inputs, *problem.outputs, *problem.variant.scratch, *problem.scalars}
+    return tuple(problem.arg(a.text) if a.text in named else problem.index(int(a(env)))
+                 for a in launch.args)  # fmt: skip
+
+
+def _library_step(
+    fn: Callable[..., Any], args: tuple[Any, ...], params: dict[str, int], problem: Problem
+) -> Callable[[], None]:
+    def step() -> None:
+        returned = fn(*args, **params)
+        if isinstance(returned, dict):  # outputs the library allocated itself (cuDNN)
+            problem.returned.update(returned)
+
+    return step
+
+
 def build_launcher(
     family: Family, variant: Variant, row: dict[str, Any], problem: Problem
 ) -> Launcher:
-    """Compile (CuPy caches the binary per source and options) and bind the arguments."""
-    if not variant.is_cuda:
-        fn = family.function(variant.library or "")
-        if variant.runs_on == "cpu":
-            return _host_launcher(fn, problem)
-        return Launcher(lambda: fn(*problem.args), {})
-    cp = _cupy()
-    defines = tuple(f"-D{k}={v}" for k, v in row["params"].items())
-    # -lineinfo lets the Nsight Compute GUI show the source beside the SASS
-    # CuPy's cache keys on the source and the options, not on included headers: the
-    # family's fingerprint (every file of its folder) makes a changed header recompile
-    options = ("-std=c++17", "-lineinfo", f"-I{variant.path.parent.resolve()}",
-               *toolkit_includes(), f"-DNCUFLOW_FAMILY_HASH={family.fingerprint}",
-               *defines)  # fmt: skip
-    module = cp.RawModule(code=variant.source, options=options)
-    fn = module.get_function(variant.kernel)
-    dynamic_smem = int(row["dynamic_smem"])
-    if dynamic_smem > 48 * 1024:
-        fn.max_dynamic_shared_size_bytes = dynamic_smem
-    grid, block = tuple(row["grid"]), tuple(row["block"])
-
-    def launch() -> None:
-        fn(grid, block, problem.args, shared_mem=dynamic_smem)
-
-    attributes = {
-        "registers_per_thread_compiled": fn.num_regs,
-        "static_smem_bytes": fn.shared_size_bytes,
-        "local_bytes_per_thread": fn.local_size_bytes,
-    }
-    return Launcher(launch, attributes)
+    """Compile (CuPy caches the binary per source and options) and bind the arguments of
+    each launch the configuration makes."""
+    env = {**row["dims"], **row["params"]}
+    by_name = {launch.name: launch for launch in variant.launches}
+    active = [(by_name[g["name"]], g) for g in row["launches"]]
+    module = None
+    if variant.is_cuda:
+        module = _cupy().RawModule(
+            code=variant.source,
+            options=compile_options(
+                family, variant, row["params"], (problem.in_dtype, problem.out_dtype)
+            ),
+        )
+    used = {a.text for launch, _ in active for a in launch.args or ()}
+    problem.prepare_scratch(row["params"], used & set(variant.scratch))
+    steps: list[tuple[str, Callable[[], None]]] = []
+    attributes: dict[str, int] = {}
+    for launch, geometry in active:
+        args = _step_args(launch, problem, env)
+        if launch.library:
+            fn = family.function(launch.library)
+            steps.append((launch.name, _library_step(fn, args, row["params"], problem)))
+            continue
+        assert module is not None
+        kernel = module.get_function(launch.kernel)
+        dynamic_smem = int(geometry["dynamic_smem"])
+        if dynamic_smem > 48 * 1024:
+            kernel.max_dynamic_shared_size_bytes = dynamic_smem
+        grid, block = tuple(geometry["grid"]), tuple(geometry["block"])
+        steps.append(
+            (launch.name, functools.partial(kernel, grid, block, args, shared_mem=dynamic_smem))
+        )
+        # the variant's largest kernel stands for it in the table
+        for key, value in (("registers_per_thread_compiled", kernel.num_regs),
+                           ("static_smem_bytes", kernel.shared_size_bytes),
+                           ("local_bytes_per_thread", kernel.local_size_bytes)):  # fmt: skip
+            attributes[key] = max(attributes.get(key, 0), int(value))
+    return Launcher(steps, attributes, on_host=variant.runs_on == "cpu")
 
 
 def _cuda_errors() -> tuple[type[BaseException], ...]:
@@ -198,48 +190,92 @@ def context_alive() -> bool:
         return False
 
 
-def time_launches(launch: Callable[[], None], repeats: int, flush: Any) -> list[float]:
-    """Milliseconds of each of ``repeats`` launches, each between its own pair of CUDA events."""
+def time_launches(
+    steps: list[tuple[str, Callable[[], None]]], repeats: int, flush: Any
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Milliseconds of each of ``repeats`` runs of the steps, between a pair of CUDA events,
+    and of each step alone (an event between consecutive steps)."""
     cp = _cupy()
     stream = cp.cuda.get_current_stream()
-    starts = [cp.cuda.Event() for _ in range(repeats)]
-    ends = [cp.cuda.Event() for _ in range(repeats)]
-    for i in range(repeats):
+    events = [[cp.cuda.Event() for _ in range(len(steps) + 1)] for _ in range(repeats)]
+    for i, marks in enumerate(events):
         if flush is not None:
             # evict the inputs from L2, as ncu does before each profiled launch
             cp.cuda.runtime.memsetAsync(flush.data.ptr, i & 0xFF, flush.nbytes, stream.ptr)
-        starts[i].record(stream)
-        launch()
-        ends[i].record(stream)
-    ends[-1].synchronize()
-    return [float(cp.cuda.get_elapsed_time(s, e)) for s, e in zip(starts, ends, strict=True)]
+        marks[0].record(stream)
+        for (_, step), mark in zip(steps, marks[1:], strict=True):
+            step()
+            mark.record(stream)
+    events[-1][-1].synchronize()
+    totals = [float(cp.cuda.get_elapsed_time(m[0], m[-1])) for m in events]
+    per_step = {name: [float(cp.cuda.get_elapsed_time(m[j], m[j + 1])) for m in events]
+                for j, (name, _) in enumerate(steps)}  # fmt: skip
+    return totals, per_step
 
 
-def time_host_calls(call: Callable[[], None], repeats: int) -> list[float]:
-    """Milliseconds of each of ``repeats`` calls of host code, by the host's clock."""
-    times = []
+def time_host_calls(
+    steps: list[tuple[str, Callable[[], None]]], repeats: int
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Milliseconds of each of ``repeats`` runs of host code, and of each step, by the
+    host's clock."""
+    totals: list[float] = []
+    per_step: dict[str, list[float]] = {name: [] for name, _ in steps}
     for _ in range(repeats):
-        started = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - started) * 1e3)
-    return times
+        started = mark = time.perf_counter()
+        for name, step in steps:
+            step()
+            now = time.perf_counter()
+            per_step[name].append((now - mark) * 1e3)
+            mark = now
+        totals.append((mark - started) * 1e3)
+    return totals, per_step
 
 
 def time_config(launcher: Launcher, policy: TimingPolicy, flush: Any) -> dict[str, Any]:
     """Warm up, then time in batches until the median is known within the policy's target
-    (adaptive repeats); the record's timing fields."""
+    (adaptive repeats); the record's timing fields, with each step's median where a
+    configuration makes several launches."""
     for _ in range(policy.warmup):
         launcher.launch()
-    if launcher.on_host:
-        times, note = adaptive_repeats(lambda n: time_host_calls(launcher.launch, n), policy)
-    else:
-        times, note = adaptive_repeats(lambda n: time_launches(launcher.launch, n, flush), policy)
-    return {**timing_stats(times), "repeats": len(times), "times_ms": times,
-            "time_unstable": bool(note), "time_note": note}  # fmt: skip
+    steps: dict[str, list[float]] = {name: [] for name, _ in launcher.steps}
+
+    def batch(n: int) -> list[float]:
+        if launcher.on_host:
+            totals, per_step = time_host_calls(launcher.steps, n)
+        else:
+            totals, per_step = time_launches(launcher.steps, n, flush)
+        for name, values in per_step.items():
+            steps[name] += values
+        return totals
+
+    times, note = adaptive_repeats(batch, policy)
+    record = {**timing_stats(times), "repeats": len(times), "times_ms": times,
+              "time_unstable": bool(note), "time_note": note}  # fmt: skip
+    if len(steps) > 1:
+        record["step_ms"] = {name: float(np.median(values)) for name, values in steps.items()}
+    return record
 
 
 def _compile_message(exc: BaseException, variant: Variant) -> str:
     return _TMP_SOURCE.sub(variant.path.name, str(exc)).strip()
+
+
+def _errors(
+    variant: Variant,
+) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(errors of building a launcher, errors of running it): CUDA's for a GPU variant;
+    a host variant's exceptions are bugs that stop the worker with their traceback."""
+    if variant.runs_on == "cpu":
+        return (), ()
+    from cupy.cuda.compiler import CompileException
+
+    cuda = _cuda_errors()
+    return (CompileException, *cuda), cuda
+
+
+def _synchronize(variant: Variant) -> None:
+    if variant.runs_on == "gpu":
+        _cupy().cuda.runtime.deviceSynchronize()
 
 
 def measure_config(
@@ -250,35 +286,42 @@ def measure_config(
     timing: dict[str, Any],
     flush: Any,
 ) -> dict[str, Any]:
-    """Compile, check (poisoned output against the reference), then time one configuration."""
-    cp = _cupy()
-    from cupy.cuda.compiler import CompileException
-
+    """Compile, check (poisoned outputs against the reference), then time one configuration."""
+    build_errors, run_errors = _errors(variant)
     record: dict[str, Any] = {"status": OK, "error": "", "rel_error": None, "repeats": 0}
-    cuda_errors = _cuda_errors()
     try:
         launcher = build_launcher(family, variant, row, problem)
-    except (CompileException, *cuda_errors) as exc:  # a kernel name missing from the cubin too
+    except build_errors as exc:  # a kernel name missing from the cubin too
         return {**record, "status": COMPILE_ERROR, "error": _compile_message(exc, variant)}
     record.update(launcher.attributes)
     try:
         problem.poison()
         launcher.launch()
-        launcher.publish()
-        cp.cuda.runtime.deviceSynchronize()
-    except cuda_errors as exc:
+        _synchronize(variant)
+    except run_errors as exc:
         return {**record, "status": LAUNCH_ERROR, "error": f"checked launch failed: {exc}"}
-    rel_error, problem_text = problem.rel_error()
-    tolerance = family.tolerance[variant.dtype]
-    record["rel_error"] = None if np.isnan(rel_error) else rel_error
-    if problem_text or not rel_error <= tolerance:
-        detail = problem_text or f"relative error {rel_error:.3g} exceeds {tolerance:g}"
-        return {**record, "status": WRONG_RESULT, "error": detail}
+    outcome = problem.check()
+    record.update(rel_error=outcome.rel_error, max_abs_error=outcome.max_abs_error)
+    if not outcome.ok:
+        return {**record, "status": WRONG_RESULT, "error": outcome.message}
     try:
         timed = time_config(launcher, TimingPolicy.from_config(timing), flush)
-    except cuda_errors as exc:
+    except run_errors as exc:
         return {**record, "status": LAUNCH_ERROR, "error": f"timed launch failed: {exc}"}
     return {**record, **timed}
+
+
+def missing_modules(variant: Variant) -> list[str]:
+    """The Python modules a variant requires that this machine lacks."""
+    return [m for m in variant.requires if importlib.util.find_spec(m) is None]
+
+
+def _problem(
+    plan: dict[str, Any], family: Family, variant: Variant, row: dict[str, Any], seed: int
+) -> Problem:
+    dtypes = (row["dtype"], row.get("out_dtype", variant.out_dtype))
+    scalars = plan.get("scalars", {})
+    return Problem(family, variant, row["dims"], scalars, seed, dtypes, _array_module(variant))
 
 
 def _groups(rows: list[dict[str, Any]]) -> Iterator[tuple[dict[str, int], list[dict[str, Any]]]]:
@@ -307,13 +350,24 @@ def measure_worker(plan_path: Path, records_path: Path) -> int:
     done, _ = records.read(records_path)
     todo = [r for r in plan["configs"] if r["status"] == PENDING and r["config_id"] not in done]
     seed = _seed(plan)
+    missing = missing_modules(variant)
+    if missing:  # decided where the job runs: a vendor library may be on the GPU machine only
+        reason = (f"variant {variant.name} requires {', '.join(missing)}, which this machine "
+                  "does not have; it is skipped, never faked")  # fmt: skip
+        for row in todo:
+            record = {"status": SKIPPED, "error": reason, "rel_error": None, "repeats": 0,
+                      "fingerprint": records.fingerprint(plan, row)}  # fmt: skip
+            records.append(
+                records_path, {"event": "done", "config_id": row["config_id"], "record": record}
+            )
+        return 0
     flush = None
-    if plan["timing"]["flush_l2"]:
+    if plan["timing"]["flush_l2"] and variant.runs_on == "gpu":
         cp = _cupy()
         l2_bytes = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"]
         flush = cp.empty(2 * l2_bytes, dtype=cp.uint8)
-    for dims, rows in _groups(todo):
-        problem = Problem(family, variant, dims, seed)
+    for _, rows in _groups(todo):
+        problem = _problem(plan, family, variant, rows[0], seed)
         for row in rows:
             records.append(records_path, {"event": "start", "config_id": row["config_id"]})
             record = measure_config(family, variant, row, problem, plan["timing"], flush)
@@ -397,8 +451,8 @@ def profile_worker(plan_path: Path, measure_path: Path, only: list[str]) -> int:
     if only:
         rows = [r for r in rows if r["config_id"] in only]
     seed = _seed(plan)
-    for dims, group in _groups(rows):
-        problem = Problem(family, variant, dims, seed)
+    for _, group in _groups(rows):
+        problem = _problem(plan, family, variant, group[0], seed)
         for row in group:
             launcher = build_launcher(family, variant, row, problem)
             launcher.launch()  # module load and library set-up stay outside the range

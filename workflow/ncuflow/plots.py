@@ -15,6 +15,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from .device import footer
 from .metrics import LEVELS, PRECISIONS
+from .spec import Family
 from .vocab import OK
 
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "legend.fontsize": 9})
@@ -116,7 +117,12 @@ def roofline(table: pd.DataFrame, device: dict[str, Any], out: Path) -> list[Pat
     experiment = table["experiment"].iloc[0]
     ax.set_title(f"{experiment}: DRAM roofline, {device.get('name', '')}")
     if ok.empty:
-        ax.text(0.5, 0.5, "no profiled configuration", ha="center", transform=ax.transAxes)
+        unprofiled = table[(table["status"] == OK) & ~table["profiled"].astype(bool)]
+        text = "no profiled configuration"
+        if not unprofiled.empty:
+            reasons = "\n".join(dict.fromkeys(unprofiled["bound_reason"].dropna()))
+            text += f"\n{len(unprofiled)} measured without ncu:\n{reasons}"
+        ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, wrap=True)
         return _finish(fig, device, out)
     gflops = ok["achieved_flops_per_s"].astype(float) / 1e9
     bandwidth = float(ok["peak_dram_bytes_per_s"].median()) / 1e9  # GB/s
@@ -154,8 +160,61 @@ def roofline(table: pd.DataFrame, device: dict[str, Any], out: Path) -> list[Pat
     return _finish(fig, device, out)
 
 
+def _best_lines(
+    ax: Any,
+    ok: pd.DataFrame,
+    size_axis: str,
+    y: str,
+    order: list[str],
+    best_by: str,
+    position: dict[int, int] | None = None,
+) -> list[str]:
+    """Each variant's best configuration per size (highest ``best_by``: the figure of
+    merit), ``y`` of it against the size (or against ``position[size]``), in ``order``;
+    library baselines grey and dashed. Returns the variants drawn."""
+    baselines = [v for v in order if ok.loc[ok["variant"] == v, "baseline"].astype(bool).any()]
+    variants = [v for v in order if v not in baselines]
+    colors = _colors(variants)
+    for variant in variants + baselines:
+        rows = ok[ok["variant"] == variant].astype({best_by: float})
+        fastest = rows.loc[rows.groupby(size_axis)[best_by].idxmax()].sort_values(size_axis)
+        if variant in baselines:
+            color, marker = BASELINE_STYLES[baselines.index(variant) % len(BASELINE_STYLES)]
+            style = {"ls": "--", "color": color, "marker": marker, "label": f"{variant} (library)"}
+        else:
+            style = {"ls": "-", "color": colors[variant], "marker": "o", "label": variant}
+        x = fastest[size_axis] if position is None else fastest[size_axis].map(position)
+        ax.plot(x, fastest[y].astype(float), **style)
+    return variants + baselines
+
+
+def family_figure(
+    table: pd.DataFrame, family: Family, name: str, device: dict[str, Any], out: Path
+) -> list[Path]:
+    """One of the family's own figures (``figures:`` in family.yaml): a column of the best
+    configuration of each variant against the size axis."""
+    figure = family.figures[name]
+    ok = table[(table["status"] == OK) & table[figure.y].notna()]
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    ax.set_title(f"{table['experiment'].iloc[0]}: {figure.label}, {device.get('name', '')}")
+    if ok.empty:
+        ax.text(0.5, 0.5, f"no configuration has {figure.y}", ha="center", transform=ax.transAxes)
+        return _finish(fig, device, out)
+    _best_lines(
+        ax, ok, family.size_axis, figure.y, family.ordered(list(dict.fromkeys(ok["variant"])))
+    )
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(PLAIN)
+    ax.set_xlabel(f"{family.size_axis} (elements)")
+    ax.set_ylabel(figure.label)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return _finish(fig, device, out)
+
+
 def gflops_vs_size(
-    table: pd.DataFrame, size_axis: str, device: dict[str, Any], out: Path
+    table: pd.DataFrame, family: Family, device: dict[str, Any], out: Path
 ) -> list[Path]:
     """Best configuration of each variant at each size, by the family's figure of merit
     (GFLOP/s, or effective GB/s for a family that only moves bytes); baselines dashed.
@@ -163,7 +222,7 @@ def gflops_vs_size(
     Sizes sit at evenly spaced positions, so that 2048 and 2049 stay apart and the dips
     at sizes no tile divides are easy to see."""
     ok = table[table["status"] == OK]
-    merit = "gbps" if (table["merit"] == "bytes").any() else "gflops"
+    merit = "gbps" if family.merit == "bytes" else "gflops"
     unit = (
         "GB/s (compulsory bytes / median time)"
         if merit == "gbps"
@@ -172,19 +231,11 @@ def gflops_vs_size(
     fig, ax = plt.subplots(figsize=(7.5, 5))
     experiment = table["experiment"].iloc[0]
     ax.set_title(f"{experiment}: best configuration per variant, {device.get('name', '')}")
-    baselines = list(dict.fromkeys(ok.loc[ok["baseline"].astype(bool), "variant"]))
-    variants = [v for v in dict.fromkeys(ok["variant"]) if v not in baselines]
-    colors = _colors(variants)
+    size_axis = family.size_axis
     sizes = sorted(ok[size_axis].unique())
     position = {size: i for i, size in enumerate(sizes)}
-    for variant in variants + baselines:
-        best = ok[ok["variant"] == variant].groupby(size_axis)[merit].max().sort_index()
-        if variant in baselines:
-            color, marker = BASELINE_STYLES[baselines.index(variant) % len(BASELINE_STYLES)]
-            style = {"ls": "--", "color": color, "marker": marker, "label": f"{variant} (library)"}
-        else:
-            style = {"ls": "-", "color": colors[variant], "marker": "o", "label": variant}
-        ax.plot([position[s] for s in best.index], best.values, **style)
+    order = family.ordered(list(dict.fromkeys(ok["variant"])))
+    drawn = _best_lines(ax, ok, size_axis, merit, order, merit, position)
     ax.set_xticks(range(len(sizes)), [str(s) for s in sizes], rotation=45 if len(sizes) > 8 else 0)
     values = ok[merit].astype(float)
     if not values.empty and values.min() > 0 and values.max() > 30 * values.min():
@@ -197,7 +248,7 @@ def gflops_vs_size(
     ax.set_xlabel(f"{size_axis} (elements)")
     ax.set_ylabel(unit)
     ax.grid(True, alpha=0.3, which="both")
-    if len(variants) + len(baselines) > 6:
+    if len(drawn) > 6:
         fig.set_size_inches(10, 5.5)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     else:

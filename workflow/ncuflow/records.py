@@ -19,12 +19,14 @@ from . import __version__
 
 
 def fingerprint(plan: dict[str, Any], row: dict[str, Any]) -> str:
-    """What decides a measurement: kernel sources, the configuration, timing and seed."""
+    """What decides a measurement: kernel sources, the configuration, its dtype and
+    scalars, timing and seed."""
     key = {
         "ncuflow": __version__,
         "family": plan["family_fingerprint"],
         "variant": plan["variant"],
-        "config": {k: row[k] for k in ("config_id", "dims", "params")},
+        "config": {k: row.get(k) for k in ("config_id", "dims", "params", "dtype")},
+        "scalars": plan.get("scalars"),
         "timing": plan["timing"],
         "seed": plan["seed"],
     }

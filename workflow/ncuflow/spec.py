@@ -1,14 +1,17 @@
 """Kernel families and variants, declared as data under ``kernels/<family>/``.
 
-A family folder holds ``family.yaml`` (dimensions, inputs and outputs, kernel argument
-order, analytic FLOP and minimum-byte counts, tolerances), ``family.py`` (the float64
-reference and any library baselines) and one file per variant:
+A family folder holds ``family.yaml`` (dimensions, tensors, scalars, kernel argument
+order, analytic FLOP and minimum-byte counts, checks, how its figures and tables read),
+``family.py`` (the float64 reference, any library baselines and optional hooks) and one
+file per variant:
 
-* ``<variant>.cu``: a CUDA kernel whose tunables are ``#ifndef``/``#define`` defaults,
-  with its declaration (kernel name, parameters, restrictions, launch geometry) as YAML
-  front matter in a ``/*--- ... ---*/`` comment;
-* ``<variant>.yaml``: a library baseline that calls a function of ``family.py``, on the
-  GPU or, with ``runs_on: cpu``, on the host (timed with the host clock, never profiled).
+* ``<variant>.cu``: CUDA kernels whose tunables are ``#ifndef``/``#define`` defaults, with
+  the declaration (parameters, restrictions, one launch or a sequence of launches with
+  their geometry) as YAML front matter in a ``/*--- ... ---*/`` comment;
+* ``<variant>.yaml``: a library variant that calls functions of ``family.py``, on the GPU
+  or, with ``runs_on: cpu``, on the host (timed with the host clock, never profiled).
+
+The README's "Adding things" section is the reference of every key.
 """
 
 from __future__ import annotations
@@ -29,26 +32,50 @@ from .errors import NcuflowError
 from .expr import Expr, ExprError
 from .metrics import DEFAULT_COMPUTE, PRECISIONS
 
-DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "tf32": 4, "float64": 8}
+# Element sizes of every dtype a tensor or scalar may have.
+DTYPE_BYTES = {
+    "float64": 8, "float32": 4, "tf32": 4, "float16": 2, "bfloat16": 2,
+    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1,
+}  # fmt: skip
+FLOAT_DTYPES = ("float64", "float32", "tf32", "float16", "bfloat16")
 # Precisions that are a way of computing rather than a storage type: tf32 products read
 # and write float32 arrays. Every other dtype is stored as itself.
 STORAGE_DTYPE = {"tf32": "float32"}
+# The C type a kernel sees for each dtype (also passed as NCUFLOW_IN_T / NCUFLOW_OUT_T).
+C_TYPES = {
+    "float64": "double", "float32": "float", "tf32": "float", "float16": "__half",
+    "bfloat16": "__nv_bfloat16", "int64": "long long", "int32": "int", "int16": "short",
+    "int8": "signed char", "uint8": "unsigned char",
+}  # fmt: skip
+INDEX_TYPES = ("int32", "int64")
 RUNS_ON = ("gpu", "cpu")
+MEMORIES = ("device", "host")
+HOST_MEMORIES = ("pageable", "pinned")
+CHECK_KINDS = ("rel_fro", "max_abs", "exact")
+DRAWS = ("uniform", "normal", "integers")
+MERITS = ("flops", "bytes")
+# Figures every experiment gets; a family's own figures take other names.
+STANDARD_FIGURES = ("roofline", "gflops_vs_size")
 # Names every expression may use besides the dimensions and the tunables.
 BUILTIN_NAMES = ("in_bytes", "out_bytes")
 
 _FRONT_MATTER = re.compile(r"/\*---\s*\n(.*?)\n---\*/", re.DOTALL)
+_LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VARIANT_KEYS = {
     "kernel", "idea", "params", "restrictions", "block", "grid", "static_smem",
-    "dynamic_smem", "smem_optin", "dtype", "out_dtype", "library", "baseline", "runs_on",
-    "compute", "model_dram_bytes", "executed_flops",
+    "dynamic_smem", "smem_optin", "dtype", "out_dtype", "accepts", "library", "baseline",
+    "runs_on", "compute", "model_dram_bytes", "executed_flops", "launches", "scratch",
+    "profiled", "host_memory", "requires",
 }  # fmt: skip
+_LAUNCH_KEYS = {"name", "kernel", "library", "block", "grid", "static_smem", "dynamic_smem",
+                "args", "when"}  # fmt: skip
 _FAMILY_KEYS = {
-    "name", "description", "dims", "dtype", "inputs", "outputs", "args", "flops",
-    "min_bytes", "reference", "tolerance", "size_axis", "merit",
+    "name", "description", "dims", "index_type", "dtype", "inputs", "outputs", "scalars",
+    "args", "flops", "min_bytes", "reference", "draw", "check", "tolerance", "restrictions",
+    "size_axis", "merit", "order", "speedup_over", "columns", "figures",
 }  # fmt: skip
-MERITS = ("flops", "bytes")
+_TENSOR_KEYS = {"shape", "dtype", "draw", "memory", "check"}
 
 
 def storage_dtype(dtype: str) -> str:
@@ -60,13 +87,17 @@ class SpecError(NcuflowError):
     """A kernel family or variant declaration that is wrong."""
 
 
+def _expr(where: str, value: Any) -> Expr:
+    try:
+        return Expr(value)
+    except ExprError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
 def _expr_list(where: str, value: Any) -> tuple[Expr, ...]:
     """'BX, BY' or a YAML list of expressions, as a tuple of expressions."""
     items = value if isinstance(value, list) else [value]
-    try:
-        return tuple(e for item in items for e in Expr(str(item)).split())
-    except ExprError as exc:
-        raise SpecError(f"{where}: {exc}") from None
+    return tuple(e for item in items for e in _expr(where, str(item)).split())
 
 
 def _geometry(where: str, value: Any) -> tuple[Expr, ...]:
@@ -76,27 +107,210 @@ def _geometry(where: str, value: Any) -> tuple[Expr, ...]:
     return exprs
 
 
+def _per_dtype(where: str, value: Any) -> dict[str, float] | float:
+    """A tolerance: one number for every dtype, or a mapping dtype → number."""
+    if isinstance(value, bool):
+        raise SpecError(f"{where}: expected a number or a mapping of dtype to number")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, dict) and all(isinstance(v, int | float) for v in value.values()):
+        unknown = set(value) - set(DTYPE_BYTES)
+        if unknown:
+            raise SpecError(f"{where}: unknown dtype(s) {', '.join(sorted(unknown))}")
+        return {str(k): float(v) for k, v in value.items()}
+    raise SpecError(f"{where}: expected a number or a mapping of dtype to number, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Check:
+    """How an output is compared with the reference: ``rel_fro`` (‖out - ref‖_F / ‖ref‖_F),
+    ``max_abs`` (largest |out - ref|) or ``exact``; the tolerance per variant dtype."""
+
+    kind: str
+    tolerance: dict[str, float] | float = 0.0
+
+    def limit(self, dtype: str) -> float | None:
+        """The tolerance for a variant of ``dtype`` (None when the check has none for it)."""
+        if self.kind == "exact":
+            return 0.0
+        if isinstance(self.tolerance, float):
+            return self.tolerance
+        return self.tolerance.get(dtype)
+
+
+def _check(where: str, value: Any) -> Check:
+    if value == "exact":
+        return Check("exact")
+    if not isinstance(value, dict) or len(value) != 1:
+        raise SpecError(
+            f"{where}: expected exact, {{rel_fro: tolerance}} or {{max_abs: tolerance}}, "
+            f"got {value!r}"
+        )
+    ((kind, tolerance),) = value.items()
+    if kind not in CHECK_KINDS or kind == "exact":
+        raise SpecError(f"{where}: unknown check {kind!r}; valid: exact, rel_fro, max_abs")
+    return Check(kind, _per_dtype(f"{where}.{kind}", tolerance))
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """An input or output array of a family. ``dtype`` None follows the variant: its
+    ``dtype`` for inputs, its ``out_dtype`` for outputs."""
+
+    name: str
+    shape: tuple[Expr, ...]
+    output: bool
+    dtype: str | None = None
+    draw: tuple[str, tuple[float, float]] | None = None  # (kind, its two numbers)
+    memory: str = "device"
+    check: Check | None = None
+
+    def element_dtype(self, in_dtype: str, out_dtype: str) -> str:
+        """The dtype of its values when a variant runs with ``in_dtype``/``out_dtype``
+        (tf32 for a TF32 variant's float32 arrays)."""
+        if self.dtype is not None:
+            return self.dtype
+        return out_dtype if self.output else in_dtype
+
+
+def _draw(where: str, value: Any, dtype: str | None) -> tuple[str, tuple[float, float]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) != 1:
+        raise SpecError(f"{where}: expected one of {', '.join(DRAWS)} with [a, b], got {value!r}")
+    ((kind, bounds),) = value.items()
+    if kind not in DRAWS:
+        raise SpecError(f"{where}: unknown draw {kind!r}; valid: {', '.join(DRAWS)}")
+    if (
+        not isinstance(bounds, list)
+        or len(bounds) != 2
+        or not all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+    ):
+        raise SpecError(f"{where}.{kind}: expected two numbers [a, b], got {bounds!r}")
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if kind == "normal" and hi <= 0:
+        raise SpecError(f"{where}.normal: [mean, std] needs std > 0, got {bounds!r}")
+    if kind != "normal" and not lo < hi:
+        raise SpecError(f"{where}.{kind}: [lo, hi] needs lo < hi, got {bounds!r}")
+    if kind == "integers" and not all(float(b).is_integer() for b in bounds):
+        raise SpecError(f"{where}.integers: bounds must be integers, got {bounds!r}")
+    if kind == "integers" and lo == 0 and hi == 1:
+        raise SpecError(f"{where}.integers: [0, 1] draws only zeros (hi is exclusive)")
+    if dtype is not None and dtype not in FLOAT_DTYPES and kind != "integers":
+        raise SpecError(f"{where}: an {dtype} tensor is drawn with integers: [lo, hi]")
+    return kind, (lo, hi)
+
+
+def _tensor(where: str, name: str, value: Any, output: bool) -> Tensor:
+    if not _IDENTIFIER.match(name):
+        raise SpecError(f"{where}: tensor name {name!r} must be an identifier")
+    data = value if isinstance(value, dict) else {"shape": value}
+    unknown = set(data) - _TENSOR_KEYS
+    if unknown:
+        raise SpecError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"valid: {', '.join(sorted(_TENSOR_KEYS))}"
+        )
+    if "shape" not in data:
+        raise SpecError(f"{where}: needs 'shape' (expressions over the dimensions)")
+    dtype = data.get("dtype")
+    if dtype is not None and dtype not in DTYPE_BYTES:
+        raise SpecError(f"{where}: dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
+    memory = data.get("memory", "device")
+    if memory not in MEMORIES:
+        raise SpecError(f"{where}: memory {memory!r} is not one of {', '.join(MEMORIES)}")
+    if output and "draw" in data:
+        raise SpecError(f"{where}: an output is written by the kernel, not drawn")
+    if not output and "check" in data:
+        raise SpecError(f"{where}: only outputs are checked")
+    return Tensor(
+        name=name,
+        shape=_expr_list(f"{where}.shape", data["shape"]),
+        output=output,
+        dtype=dtype,
+        draw=_draw(f"{where}.draw", data.get("draw"), dtype),
+        memory=memory,
+        check=_check(f"{where}.check", data["check"]) if "check" in data else None,
+    )
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A kernel argument that is neither a tensor nor a dimension (alpha, an epsilon)."""
+
+    name: str
+    dtype: str
+    value: int | float
+
+
+def scalar_value(where: str, dtype: str, value: Any) -> int | float:
+    """``value`` checked against ``dtype``: an integer for integer dtypes, a number for
+    floating ones (an error names what was given and what is expected)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(
+            f"{where}: {value!r} is a {type(value).__name__}, expected a {dtype} number"
+        )
+    if dtype in FLOAT_DTYPES:
+        return float(value)
+    if isinstance(value, float) and not value.is_integer():
+        raise SpecError(f"{where}: {value!r} is not an integer, expected a {dtype} number")
+    bits = 8 * DTYPE_BYTES[dtype]
+    lo, hi = (
+        (0, 2**bits - 1) if dtype.startswith("uint") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    )
+    if not lo <= int(value) <= hi:
+        raise SpecError(f"{where}: {value!r} does not fit {dtype} ({lo} to {hi})")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One step of a variant: a CUDA kernel with its geometry, or a family.py function.
+    ``args`` None takes the family's argument order; ``when`` None always runs."""
+
+    name: str
+    kernel: str | None = None
+    library: str | None = None
+    block: tuple[Expr, ...] = ()
+    grid: tuple[Expr, ...] = ()
+    static_smem: Expr = field(default_factory=lambda: Expr(0))
+    dynamic_smem: Expr = field(default_factory=lambda: Expr(0))
+    args: tuple[Expr, ...] | None = None
+    when: Expr | None = None
+
+    def expressions(self, prefix: str) -> list[tuple[str, Expr]]:
+        named = [(f"{prefix}block[{i}]", e) for i, e in enumerate(self.block)]
+        named += [(f"{prefix}grid[{i}]", e) for i, e in enumerate(self.grid)]
+        if self.kernel:
+            named += [(f"{prefix}static_smem", self.static_smem),
+                      (f"{prefix}dynamic_smem", self.dynamic_smem)]  # fmt: skip
+        if self.when is not None:
+            named.append((f"{prefix}when", self.when))
+        return named
+
+
 @dataclass(frozen=True)
 class Variant:
-    """One implementation of a family: a CUDA kernel or a library call."""
+    """One implementation of a family: CUDA kernels or library calls, one or several
+    launches per configuration."""
 
     name: str
     family: str
     path: Path
     idea: str
     params: dict[str, int]
+    launches: tuple[Launch, ...]
     restrictions: tuple[Expr, ...] = ()
-    kernel: str | None = None
-    block: tuple[Expr, ...] = ()
-    grid: tuple[Expr, ...] = ()
-    static_smem: Expr = field(default_factory=lambda: Expr(0))
-    dynamic_smem: Expr = field(default_factory=lambda: Expr(0))
     smem_optin: bool = False
     dtype: str = "float32"
     out_dtype: str = "float32"
-    library: str | None = None
+    accepts: tuple[str, ...] = ("float32",)  # dtypes a config may choose (dtype: in it)
     baseline: bool = False
     runs_on: str = "gpu"
+    profiled: bool = True
+    host_memory: str = "pageable"  # how host tensors are allocated
+    requires: tuple[str, ...] = ()  # Python modules it needs where it runs
+    scratch: dict[str, Tensor] = field(default_factory=dict)
     # the precisions whose FLOPs are this variant's arithmetic (flops_counted)
     compute: tuple[str, ...] = ("fp32",)
     # analytic DRAM bytes without help from L2, and FLOPs executed including padding
@@ -105,22 +319,27 @@ class Variant:
 
     @property
     def is_cuda(self) -> bool:
-        return self.library is None
+        return any(launch.kernel for launch in self.launches)
+
+    def dtypes(self, chosen: str | None = None) -> tuple[str, str]:
+        """(input dtype, output dtype) when a config chooses ``chosen`` from ``accepts``:
+        an output dtype equal to the input one follows the choice, a distinct one stays."""
+        in_dtype = chosen or self.dtype
+        return in_dtype, in_dtype if self.out_dtype == self.dtype else self.out_dtype
 
     @property
-    def profiled(self) -> bool:
-        """Whether ncu profiles it: everything that runs on the GPU."""
-        return self.runs_on == "gpu"
+    def kernels(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.kernel for s in self.launches if s.kernel))
 
     @functools.cached_property
     def source(self) -> str:
-        return self.path.read_text()
+        return self.path.read_text() if self.path.suffix == ".cu" else ""
 
     def expressions(self) -> list[tuple[str, Expr]]:
         named = [(f"restrictions[{i}]", r) for i, r in enumerate(self.restrictions)]
-        named += [(f"block[{i}]", e) for i, e in enumerate(self.block)]
-        named += [(f"grid[{i}]", e) for i, e in enumerate(self.grid)]
-        named += [("static_smem", self.static_smem), ("dynamic_smem", self.dynamic_smem)]
+        several = len(self.launches) > 1
+        for i, launch in enumerate(self.launches):
+            named += launch.expressions(f"launches[{i}]." if several else "")
         named += [
             (k, e)
             for k, e in (
@@ -129,28 +348,56 @@ class Variant:
             )
             if e is not None
         ]
+        for tensor in self.scratch.values():
+            named += [(f"scratch.{tensor.name}.shape", e) for e in tensor.shape]
         return named
 
 
 @dataclass(frozen=True)
+class Figure:
+    """A family's own figure: ``y`` (a table column) against its size axis, one line per
+    variant (each variant's best configuration per size)."""
+
+    name: str
+    y: str
+    label: str
+
+
+@dataclass(frozen=True)
 class Family:
-    """A problem: its dimensions, tensors, counts, reference and variants."""
+    """A problem: its dimensions, tensors, counts, reference, checks and variants."""
 
     name: str
     folder: Path
     description: str
     dims: tuple[str, ...]
-    inputs: dict[str, tuple[Expr, ...]]
-    outputs: dict[str, tuple[Expr, ...]]
+    tensors: dict[str, Tensor]
+    scalars: dict[str, Scalar]
     args: tuple[str, ...]
     flops: Expr
-    min_bytes: Expr
-    tolerance: dict[str, float]
+    min_bytes: Expr | None  # None: every input read once, every output written once
+    checks: dict[str, Check]  # output name → its check
     size_axis: str
     dtype: str
     reference: str
     variants: dict[str, Variant]
+    index_type: str = "int32"
+    check_function: str | None = None
+    draw_function: str | None = None
+    restrictions: tuple[Expr, ...] = ()
     merit: str = "flops"  # the figure of merit that leads: flops or bytes
+    order: tuple[str, ...] = ()  # the ladder: variants in the order figures and tables show
+    speedup_over: str | None = None
+    columns: dict[str, Expr] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> dict[str, Tensor]:
+        return {n: t for n, t in self.tensors.items() if not t.output}
+
+    @property
+    def outputs(self) -> dict[str, Tensor]:
+        return {n: t for n, t in self.tensors.items() if t.output}
 
     @functools.cached_property
     def module(self) -> ModuleType:
@@ -171,14 +418,40 @@ class Family:
 
     @functools.cached_property
     def fingerprint(self) -> str:
-        """Hash of everything in the family folder that decides a measurement (read once
-        per process, like the rest of the family)."""
+        """Hash of everything that decides a measurement: the family folder's files and
+        every file its kernels include from elsewhere (read once per process)."""
         digest = hashlib.sha256()
-        for path in sorted(self.folder.iterdir()):
-            if path.suffix in {".yaml", ".py", ".cu", ".cuh"}:
-                digest.update(path.name.encode())
-                digest.update(path.read_bytes())
+        files = [
+            p for p in sorted(self.folder.iterdir()) if p.suffix in {".yaml", ".py", ".cu", ".cuh"}
+        ]
+        for variant in self.variants.values():
+            files += [p for p in local_includes(variant.path) if p.parent != self.folder]
+        for path in dict.fromkeys(files):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
         return digest.hexdigest()[:16]
+
+    def ordered(self, variants: list[str]) -> list[str]:
+        """``variants`` in the family's ladder order; undeclared ones keep their order, last."""
+        rank = {name: i for i, name in enumerate(self.order)}
+        return sorted(variants, key=lambda v: rank.get(v, len(rank)))
+
+
+def local_includes(path: Path) -> list[Path]:
+    """Files a CUDA source includes with ``#include "..."``, transitively, resolved
+    against the including file's folder (what the harness adds to the include path)."""
+    found: list[Path] = []
+    pending = [path]
+    while pending:
+        current = pending.pop()
+        if current.suffix not in {".cu", ".cuh", ".h"} or not current.is_file():
+            continue
+        for name in _LOCAL_INCLUDE.findall(current.read_text()):
+            target = (current.parent / name).resolve()
+            if target.is_file() and target not in found:
+                found.append(target)
+                pending.append(target)
+    return found
 
 
 def _read_yaml(path: Path, text: str) -> dict[str, Any]:
@@ -191,7 +464,7 @@ def _read_yaml(path: Path, text: str) -> dict[str, Any]:
     return data
 
 
-def _check_keys(path: Path, data: Mapping[str, Any], allowed: set[str]) -> None:
+def _check_keys(path: Path | str, data: Mapping[str, Any], allowed: set[str]) -> None:
     unknown = set(data) - allowed
     if unknown:
         raise SpecError(
@@ -215,8 +488,82 @@ def _check_define(path: Path, source: str, name: str, default: int) -> None:
         )
 
 
-def _load_variant(path: Path, family: str, dims: tuple[str, ...], dtype: str) -> Variant:
-    name = path.stem
+def _launch(where: str, data: Mapping[str, Any], cuda: bool, source: str) -> Launch:
+    """One launch: a kernel with geometry in a .cu variant, a function in a .yaml one."""
+    _check_keys(where, data, _LAUNCH_KEYS)
+    args = _expr_list(f"{where}.args", data["args"]) if "args" in data else None
+    when = _expr(f"{where}.when", data["when"]) if "when" in data else None
+    if cuda:
+        if "library" in data:
+            raise SpecError(
+                f"{where}: a .cu variant launches kernels; 'library' belongs in a .yaml"
+            )
+        for key in ("kernel", "block", "grid"):
+            if key not in data:
+                raise SpecError(f"{where}: the declaration needs '{key}'")
+        kernel = str(data["kernel"])
+        if not re.search(rf"\b{re.escape(kernel)}\s*\(", source):
+            raise SpecError(f"{where}: kernel {kernel!r} is not defined in the file")
+        return Launch(
+            name=str(data.get("name", kernel)),
+            kernel=kernel,
+            block=_geometry(f"{where}: block", data["block"]),
+            grid=_geometry(f"{where}: grid", data["grid"]),
+            static_smem=_expr(f"{where}.static_smem", data.get("static_smem", 0)),
+            dynamic_smem=_expr(f"{where}.dynamic_smem", data.get("dynamic_smem", 0)),
+            args=args,
+            when=when,
+        )
+    extra = {"kernel", "block", "grid", "static_smem", "dynamic_smem"} & set(data)
+    if extra:
+        raise SpecError(f"{where}: {', '.join(sorted(extra))} belong to CUDA kernels in a .cu file")
+    if "library" not in data:
+        raise SpecError(f"{where}: a .yaml variant needs 'library' (a family.py function)")
+    library = str(data["library"])
+    return Launch(name=str(data.get("name", library)), library=library, args=args, when=when)
+
+
+def _launches(path: Path, data: Mapping[str, Any], source: str) -> tuple[Launch, ...]:
+    cuda = path.suffix == ".cu"
+    single = {"kernel", "library", "block", "grid", "static_smem", "dynamic_smem"} & set(data)
+    if "launches" not in data:
+        own = {k: v for k, v in data.items() if k in _LAUNCH_KEYS - {"name", "args", "when"}}
+        return (_launch(str(path), own, cuda, source),)
+    if single:
+        raise SpecError(
+            f"{path}: declare either one launch ({', '.join(sorted(single))}) or 'launches', "
+            "not both"
+        )
+    steps = data["launches"]
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
+        raise SpecError(f"{path}: launches must be a non-empty list of launch declarations")
+    launches = tuple(
+        _launch(f"{path}: launches[{i}]", s, cuda, source) for i, s in enumerate(steps)
+    )
+    names = [s.name for s in launches]
+    for name in names:
+        if not _IDENTIFIER.match(name):
+            raise SpecError(f"{path}: launch name {name!r} must be an identifier")
+    if len(set(names)) < len(names):
+        raise SpecError(
+            f"{path}: launches share a name ({', '.join(names)}); give each a distinct 'name' "
+            "(it names its column of step times)"
+        )
+    return launches
+
+
+@dataclass(frozen=True)
+class _FamilyView:
+    """What a variant declaration is checked against."""
+
+    dims: tuple[str, ...]
+    dtype: str
+    tensors: dict[str, Tensor]
+    scalars: dict[str, Scalar]
+
+
+def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
+    dims, dtype = view.dims, view.dtype
     if path.suffix == ".cu":
         source = path.read_text()
         match = _FRONT_MATTER.search(source)
@@ -230,11 +577,12 @@ def _load_variant(path: Path, family: str, dims: tuple[str, ...], dtype: str) ->
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise SpecError(f"{path}: params must map each tunable to its default integer")
+    reserved = (*dims, *BUILTIN_NAMES, *view.tensors, *view.scalars)
     for pname, default in params.items():
-        if not _IDENTIFIER.match(str(pname)) or pname in dims or pname in BUILTIN_NAMES:
+        if not _IDENTIFIER.match(str(pname)) or pname in reserved:
             raise SpecError(
                 f"{path}: parameter name {pname!r} must be an identifier other than "
-                f"{', '.join((*dims, *BUILTIN_NAMES))}"
+                f"{', '.join(reserved)}"
             )
         if isinstance(default, bool) or not isinstance(default, int):
             raise SpecError(f"{path}: default of {pname} must be an integer, got {default!r}")
@@ -244,56 +592,85 @@ def _load_variant(path: Path, family: str, dims: tuple[str, ...], dtype: str) ->
         value = data.get(key, dtype)
         if value not in DTYPE_BYTES:
             raise SpecError(f"{path}: {key} {value!r} is not one of {', '.join(DTYPE_BYTES)}")
+    own_dtype = data.get("dtype", dtype)
+    accepts = data.get("accepts", [own_dtype])
+    if (
+        not isinstance(accepts, list)
+        or not set(accepts) <= set(DTYPE_BYTES)
+        or own_dtype not in accepts
+    ):
+        raise SpecError(
+            f"{path}: accepts must list dtypes from {', '.join(DTYPE_BYTES)}, its dtype "
+            f"{own_dtype} among them; got {accepts!r}"
+        )
     runs_on = data.get("runs_on", "gpu")
     if runs_on not in RUNS_ON or (runs_on != "gpu" and path.suffix == ".cu"):
         raise SpecError(
             f"{path}: runs_on {runs_on!r} is not valid; expected gpu, or cpu for a .yaml "
             "library variant"
         )
-    compute = data.get("compute", DEFAULT_COMPUTE.get(data.get("dtype", dtype), ("fp32",)))
+    compute = data.get("compute", DEFAULT_COMPUTE.get(own_dtype, ("fp32",)))
     if not isinstance(compute, list | tuple) or not set(compute) <= set(PRECISIONS):
         raise SpecError(
             f"{path}: compute must be a list of precisions from {', '.join(PRECISIONS)}, "
             f"got {compute!r}"
         )
-    try:
-        optional = {k: Expr(data[k]) for k in ("model_dram_bytes", "executed_flops") if k in data}
-        common: dict[str, Any] = {
-            "name": name,
-            "family": family,
-            "path": path,
-            "idea": str(data.get("idea", "")).strip(),
-            "params": dict(params),
-            "restrictions": tuple(Expr(r) for r in data.get("restrictions") or ()),
-            "dtype": data.get("dtype", dtype),
-            "out_dtype": data.get("out_dtype", data.get("dtype", dtype)),
-            "baseline": bool(data.get("baseline", False)),
-            "runs_on": runs_on,
-            "compute": tuple(compute),
-            **optional,
-        }
-        if path.suffix == ".cu":
-            for key in ("kernel", "block", "grid"):
-                if key not in data:
-                    raise SpecError(f"{path}: the declaration needs '{key}'")
-            if not re.search(rf"\b{re.escape(str(data['kernel']))}\s*\(", source):
-                raise SpecError(f"{path}: kernel {data['kernel']!r} is not defined in the file")
-            variant = Variant(
-                **common,
-                kernel=str(data["kernel"]),
-                block=_geometry(f"{path}: block", data["block"]),
-                grid=_geometry(f"{path}: grid", data["grid"]),
-                static_smem=Expr(data.get("static_smem", 0)),
-                dynamic_smem=Expr(data.get("dynamic_smem", 0)),
-                smem_optin=bool(data.get("smem_optin", False)),
-            )
-        else:
-            if "library" not in data:
-                raise SpecError(f"{path}: a .yaml variant needs 'library' (a family.py function)")
-            variant = Variant(**common, library=str(data["library"]))
-    except ExprError as exc:
-        raise SpecError(f"{path}: {exc}") from None
-    known = set(dims) | set(params) | set(BUILTIN_NAMES)
+    host_memory = data.get("host_memory", "pageable")
+    if host_memory not in HOST_MEMORIES:
+        raise SpecError(f"{path}: host_memory {host_memory!r} is not one of pageable, pinned")
+    requires = data.get("requires") or []
+    if not isinstance(requires, list) or not all(_IDENTIFIER.match(str(r)) for r in requires):
+        raise SpecError(f"{path}: requires must list Python module names, got {requires!r}")
+    scratch_data = data.get("scratch") or {}
+    if not isinstance(scratch_data, dict):
+        raise SpecError(f"{path}: scratch must map each buffer name to its shape and dtype")
+    scratch = {}
+    for sname, svalue in scratch_data.items():
+        if sname in view.tensors or sname in view.scalars or sname in dims:
+            raise SpecError(f"{path}: scratch buffer {sname!r} shadows a name of the family")
+        buffer = _tensor(f"{path}: scratch.{sname}", str(sname), svalue, output=False)
+        if buffer.draw is not None or buffer.memory != "device":
+            raise SpecError(f"{path}: scratch.{sname} is device memory the variant writes itself")
+        scratch[str(sname)] = buffer
+    launches = _launches(path, data, source)
+    profiled = data.get("profiled", runs_on == "gpu")
+    if not isinstance(profiled, bool) or (profiled and runs_on != "gpu"):
+        raise SpecError(
+            f"{path}: profiled must be true or false (a host variant is never profiled)"
+        )
+    optional = {k: _expr(f"{path}: {k}", data[k]) for k in ("model_dram_bytes", "executed_flops")
+                if k in data}  # fmt: skip
+    variant = Variant(
+        name=path.stem,
+        family=family,
+        path=path,
+        idea=str(data.get("idea", "")).strip(),
+        params=dict(params),
+        launches=launches,
+        restrictions=tuple(
+            _expr(f"{path}: restrictions", r) for r in data.get("restrictions") or ()
+        ),
+        smem_optin=bool(data.get("smem_optin", False)),
+        dtype=own_dtype,
+        out_dtype=data.get("out_dtype", own_dtype),
+        accepts=tuple(accepts),
+        baseline=bool(data.get("baseline", False)),
+        runs_on=runs_on,
+        profiled=profiled,
+        host_memory=host_memory,
+        requires=tuple(str(r) for r in requires),
+        scratch=scratch,
+        compute=tuple(compute),
+        **optional,
+    )
+    _check_names(path, variant, view)
+    return variant
+
+
+def _check_names(path: Path, variant: Variant, view: _FamilyView) -> None:
+    """Every expression names only dimensions, tunables and element sizes; every launch
+    argument is a tensor, a scratch buffer, a scalar or such an expression."""
+    known = set(view.dims) | set(variant.params) | set(BUILTIN_NAMES)
     for where, expr in variant.expressions():
         unknown = expr.names - known
         if unknown:
@@ -301,7 +678,80 @@ def _load_variant(path: Path, family: str, dims: tuple[str, ...], dtype: str) ->
                 f"{path}: {where} {expr.text!r} uses unknown name(s) "
                 f"{', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
             )
-    return variant
+    objects = set(view.tensors) | set(variant.scratch) | set(view.scalars)
+    for i, launch in enumerate(variant.launches):
+        for arg in launch.args or ():
+            if arg.text in objects:
+                continue
+            unknown = arg.names - known
+            if unknown:
+                raise SpecError(
+                    f"{path}: launches[{i}].args {arg.text!r} is neither a tensor, a scratch "
+                    f"buffer nor a scalar ({', '.join(sorted(objects))}), nor an expression "
+                    f"over {', '.join(sorted(known))}"
+                )
+
+
+def _named_map(path: Path, data: Any, key: str) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: {key} must be a mapping of names")
+    return {str(k): v for k, v in data.items()}
+
+
+def _scalars(path: Path, data: Any) -> dict[str, Scalar]:
+    scalars = {}
+    for name, value in _named_map(path, data, "scalars").items():
+        where = f"{path}: scalars.{name}"
+        if (
+            not _IDENTIFIER.match(name)
+            or not isinstance(value, dict)
+            or set(value) != {"dtype", "value"}
+        ):
+            raise SpecError(f"{where}: expected an identifier with {{dtype: ..., value: ...}}")
+        if value["dtype"] not in DTYPE_BYTES or value["dtype"] == "tf32":
+            raise SpecError(f"{where}: dtype {value['dtype']!r} is not a scalar dtype")
+        scalars[name] = Scalar(
+            name, value["dtype"], scalar_value(where, value["dtype"], value["value"])
+        )
+    return scalars
+
+
+def _checks(path: Path, data: Mapping[str, Any], tensors: dict[str, Tensor]) -> dict[str, Check]:
+    """Each output's check: its own, else the family's rel_fro ``tolerance`` by dtype."""
+    default = None
+    if "tolerance" in data:
+        default = Check("rel_fro", _per_dtype(f"{path}: tolerance", data["tolerance"]))
+    checks = {}
+    for tensor in tensors.values():
+        if not tensor.output:
+            continue
+        check = tensor.check or default
+        if check is None and "check" not in data:
+            raise SpecError(
+                f"{path}: output {tensor.name} has no check; give it one (check: exact, "
+                "{rel_fro: ...} or {max_abs: ...}), a family-wide tolerance, or a family.py "
+                "check function (check: <name>)"
+            )
+        if check is not None:
+            checks[tensor.name] = check
+    return checks
+
+
+def _figures(path: Path, data: Any) -> dict[str, Figure]:
+    figures = {}
+    for name, value in _named_map(path, data, "figures").items():
+        if (
+            not _IDENTIFIER.match(name)
+            or not isinstance(value, dict)
+            or set(value) != {"y", "label"}
+        ):
+            raise SpecError(f"{path}: figures.{name} needs a name, y (a column) and label")
+        if name in STANDARD_FIGURES:
+            raise SpecError(f"{path}: figures.{name}: every experiment draws {name} already")
+        figures[name] = Figure(name, str(value["y"]), str(value["label"]))
+    return figures
 
 
 @functools.cache
@@ -313,53 +763,88 @@ def load_family(kernels_dir: Path, name: str) -> Family:
         raise SpecError(f"{path}: no such file")
     data = _read_yaml(path, path.read_text())
     _check_keys(path, data, _FAMILY_KEYS)
-    for key in ("dims", "inputs", "outputs", "args", "flops", "min_bytes", "reference"):
+    for key in ("dims", "inputs", "outputs", "args", "flops", "reference"):
         if key not in data:
             raise SpecError(f"{path}: needs '{key}'")
     dims = tuple(str(d) for d in data["dims"])
     dtype = data.get("dtype", "float32")
-    inputs = {k: _expr_list(f"{path}: inputs.{k}", v) for k, v in data["inputs"].items()}
-    outputs = {k: _expr_list(f"{path}: outputs.{k}", v) for k, v in data["outputs"].items()}
+    index_type = data.get("index_type", "int32")
+    if index_type not in INDEX_TYPES:
+        raise SpecError(f"{path}: index_type {index_type!r} is not one of int32, int64")
+    tensors: dict[str, Tensor] = {}
+    for role, output in (("inputs", False), ("outputs", True)):
+        for tname, value in _named_map(path, data[role], role).items():
+            if tname in tensors or tname in dims:
+                raise SpecError(f"{path}: {role}.{tname} is declared twice or is a dimension")
+            tensors[tname] = _tensor(f"{path}: {role}.{tname}", tname, value, output)
+    scalars = _scalars(path, data.get("scalars"))
     args = tuple(str(a) for a in data["args"])
-    unknown_args = set(args) - set(dims) - set(inputs) - set(outputs)
+    unknown_args = set(args) - set(dims) - set(tensors) - set(scalars)
     if unknown_args:
-        raise SpecError(f"{path}: args {sorted(unknown_args)} are not dims, inputs or outputs")
+        raise SpecError(
+            f"{path}: args {sorted(unknown_args)} are not dimensions, tensors or scalars"
+        )
+    view = _FamilyView(dims, dtype, tensors, scalars)
     variants: dict[str, Variant] = {}
     for vpath in sorted(folder.iterdir()):
         if vpath.suffix in {".cu", ".yaml"} and vpath.name != "family.yaml":
             if vpath.stem in variants:
                 raise SpecError(f"{folder}: two files declare variant {vpath.stem!r}")
-            variants[vpath.stem] = _load_variant(vpath, name, dims, dtype)
-    tolerance = {str(k): float(v) for k, v in (data.get("tolerance") or {}).items()}
+            variants[vpath.stem] = _load_variant(vpath, name, view)
+    checks = _checks(path, data, tensors)
     for variant in variants.values():
-        if variant.dtype not in tolerance:
-            raise SpecError(
-                f"{path}: tolerance has no entry for dtype {variant.dtype} (variant "
-                f"{variant.name}); add one, e.g. tolerance: {{{variant.dtype}: 1.0e-4}}"
-            )
-    try:
-        flops, min_bytes = Expr(data["flops"]), Expr(data["min_bytes"])
-    except ExprError as exc:
-        raise SpecError(f"{path}: {exc}") from None
+        for out, check in checks.items():
+            for accepted in variant.accepts:
+                if check.limit(accepted) is None:
+                    raise SpecError(
+                        f"{path}: the check of {out} has no tolerance for dtype {accepted} "
+                        f"(variant {variant.name}); add one, e.g. {{{accepted}: 1.0e-4}}"
+                    )
     merit = data.get("merit", "flops")
     if merit not in MERITS:
         raise SpecError(f"{path}: merit {merit!r} is not one of {', '.join(MERITS)}")
+    order = tuple(str(v) for v in data.get("order") or ())
+    speedup_over = data.get("speedup_over")
+    for key, names in (("order", order), ("speedup_over", [speedup_over] if speedup_over else [])):
+        missing = [v for v in names if v not in variants]
+        if missing:
+            raise SpecError(f"{path}: {key} names unknown variant(s) {', '.join(missing)}")
+    size_axis = str(data.get("size_axis", dims[0]))
+    if size_axis not in dims:
+        raise SpecError(f"{path}: size_axis {size_axis!r} is not one of {', '.join(dims)}")
+    restrictions = tuple(_expr(f"{path}: restrictions", r) for r in data.get("restrictions") or ())
+    for restriction in restrictions:
+        if restriction.names - set(dims):
+            raise SpecError(
+                f"{path}: restriction {restriction.text!r} may name only the dimensions "
+                f"{', '.join(dims)}"
+            )
+    columns = {str(k): _expr(f"{path}: columns.{k}", v)
+               for k, v in _named_map(path, data.get("columns"), "columns").items()}  # fmt: skip
     return Family(
         name=name,
         folder=folder,
         description=str(data.get("description", "")).strip(),
         dims=dims,
-        inputs=inputs,
-        outputs=outputs,
+        tensors=tensors,
+        scalars=scalars,
         args=args,
-        flops=flops,
-        min_bytes=min_bytes,
-        tolerance=tolerance,
-        size_axis=str(data.get("size_axis", dims[0])),
+        flops=_expr(f"{path}: flops", data["flops"]),
+        min_bytes=_expr(f"{path}: min_bytes", data["min_bytes"]) if "min_bytes" in data else None,
+        checks=checks,
+        size_axis=size_axis,
         dtype=dtype,
         reference=str(data["reference"]),
         variants=variants,
+        index_type=index_type,
+        check_function=str(data["check"]) if "check" in data else None,
+        draw_function=str(data["draw"]) if "draw" in data else None,
+        restrictions=restrictions,
         merit=merit,
+        order=order,
+        speedup_over=speedup_over,
+        columns=columns,
+        figures=_figures(path, data.get("figures")),
     )
 
 

@@ -1,4 +1,5 @@
-# Stage 6: the experiment's figures: DRAM roofline, and GFLOP/s against problem size.
+# Stage 6: the experiment's figures: DRAM roofline, and GFLOP/s against problem size; and
+# the figures a family declares itself (figures: in family.yaml).
 
 
 rule plot:
@@ -11,7 +12,26 @@ rule plot:
     log:
         "results/{experiment}/logs/plot.log",
     params:
-        size_axis=lambda wc: STUDY.experiments[wc.experiment].family.size_axis,
+        kernels_dir=config["kernels_dir"],
     shell:
         "{PY} -m ncuflow plot --table {input.table} --device {input.device}"
-        " --size-axis {params.size_axis} --out-dir results/{wildcards.experiment} --log {log}"
+        " --kernels-dir {params.kernels_dir} --out-dir results/{wildcards.experiment}"
+        " --log {log}"
+
+
+rule family_figure:
+    input:
+        table="results/{experiment}/table.parquet",
+        device="results/device.json",
+    output:
+        multiext("results/{experiment}/{figure}", ".png", ".svg"),
+    log:
+        "results/{experiment}/logs/plot_{figure}.log",
+    wildcard_constraints:
+        figure="|".join(STUDY.family_figures()) or "(?!)",
+    params:
+        kernels_dir=config["kernels_dir"],
+    shell:
+        "{PY} -m ncuflow plot --table {input.table} --device {input.device}"
+        " --kernels-dir {params.kernels_dir} --figure {wildcards.figure}"
+        " --out-dir results/{wildcards.experiment} --log {log}"

@@ -1,0 +1,273 @@
+"""The widened family contract, on the CPU: a family defined only in the test tree
+(tests/data/kernels/gather, the README's example) measured for real by its host variant,
+and every new declaration (tensors with their own dtypes and draws, scalars, per-output
+checks, sequences of launches, scratch buffers, required modules) with its errors."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import ROOT
+from ncuflow.collect import collect
+from ncuflow.config import load_study
+from ncuflow.derive import config_metrics
+from ncuflow.errors import ConfigError, NcuflowError
+from ncuflow.expand import DeviceLimits, expand_variant
+from ncuflow.harness import measure_stage
+from ncuflow.problem import Problem, call_with, compare, draw
+from ncuflow.spec import Check, SpecError, Tensor, load_family
+
+EXAMPLE = ROOT / "tests" / "data" / "kernels"
+
+
+def _study(kernels: Path = EXAMPLE, **experiment: object) -> dict:
+    base = {"family": "gather", "sizes": {"n": [1000, 4097], "m": 77},
+            "variants": {"numpy_gather": None, "gather": None}}  # fmt: skip
+    base.update(experiment)
+    return {"kernels_dir": str(kernels), "seed": 3,
+            "timing": {"min_repeats": 5, "max_repeats": 40, "budget_s": 0.2},
+            "experiments": {"g": base}}  # fmt: skip
+
+
+@pytest.fixture
+def example_copy(tmp_path: Path) -> Path:
+    shutil.copytree(EXAMPLE / "gather", tmp_path / "gather")
+    load_family.cache_clear()
+    yield tmp_path
+    load_family.cache_clear()
+
+
+def _measure(tmp_path: Path, config: dict, variant: str = "numpy_gather") -> tuple[Path, Path]:
+    study = load_study(config)
+    plan, out = tmp_path / f"{variant}.plan.json", tmp_path / f"{variant}.measure.json"
+    plan.write_text(study.plan_json("g", variant))
+    measure_stage(plan, out, lambda line: None)
+    return plan, out
+
+
+def test_the_example_family_declares_the_widened_contract() -> None:
+    family = load_family(EXAMPLE, "gather")
+    assert family.index_type == "int64" and family.draw_function == "draw"
+    assert family.tensors["idx"].dtype == "int32" and family.tensors["x"].draw == ("normal", (0, 1))
+    assert family.checks == {"y": Check("max_abs", 1e-6), "hits": Check("exact")}
+    assert family.scalars["alpha"].value == 2.5 and family.scalars["alpha"].dtype == "float32"
+    cuda = family.variants["gather"]
+    assert [launch.name for launch in cuda.launches] == ["gather_zero_hits", "gather_scaled"]
+    assert cuda.launches[0].args is not None and cuda.launches[1].args is None
+    host = family.variants["numpy_gather"]
+    assert host.runs_on == "cpu" and not host.profiled and len(host.launches) == 2
+
+
+def test_the_example_family_is_measured_and_collected_on_the_cpu(tmp_path: Path) -> None:
+    config = _study(scalars={"alpha": -1.5})
+    plan, measure = _measure(tmp_path, config)
+    records = json.loads(measure.read_text())
+    assert list(records) == ["n=1000_m=77", "n=4097_m=77"]
+    for record in records.values():
+        assert record["status"] == "ok", record["error"]
+        assert record["max_abs_error"] <= 1e-6 and record["repeats"] >= 5
+        assert set(record["step_ms"]) == {"gather_values", "count_hits"}
+    metrics = tmp_path / "metrics.parquet"
+    config_metrics(pd.DataFrame(columns=["config_id", "kernel_id", "kernel_name", "metric",
+                                         "unit", "value"])).to_parquet(metrics)  # fmt: skip
+    device = tmp_path / "device.json"
+    device.write_text(json.dumps({"name": "cpu"}))
+    table = collect("g", [(plan, measure, metrics)], device, tmp_path / "table.parquet")
+    assert list(table.columns[:8]) == ["experiment", "family", "variant", "config_id", "dtype",
+                                       "n", "m", "alpha"]  # fmt: skip
+    assert (table["alpha"] == -1.5).all() and (table["status"] == "ok").all()
+    assert (table["min_bytes"] == table["m"] * 4 + table["n"] * 4 * 2 + table["m"] * 4).all()
+    share = 100 * table["step_count_hits_ms"] / table["time_ms"]
+    assert np.allclose(table["histogram_share_pct"], share) and (share > 0).all()
+    assert (
+        table["bound_reason"] == "not profiled: runs on the host (timed with the host clock)"
+    ).all()
+    assert not table["profiled"].any()
+
+
+def test_a_wrong_host_result_is_named_by_its_check(tmp_path: Path, example_copy: Path) -> None:
+    module = example_copy / "gather" / "family.py"
+    _edit(module, "hits[...] = np.bincount(idx, minlength=m)",
+          "hits[...] = np.bincount(idx, minlength=m) + (np.arange(m) == 3)")  # fmt: skip
+    _, measure = _measure(tmp_path, _study(example_copy))
+    for record in json.loads(measure.read_text()).values():
+        assert record["status"] == "wrong_result"
+        assert record["error"].startswith("1 of 77 elements of hits differ from the reference")
+
+
+def test_a_variant_whose_module_is_missing_is_skipped_never_faked(
+    tmp_path: Path, example_copy: Path
+) -> None:
+    declaration = example_copy / "gather" / "numpy_gather.yaml"
+    declaration.write_text(declaration.read_text() + "requires: [ncuflow_no_such_module]\n")
+    _, measure = _measure(tmp_path, _study(example_copy))
+    for record in json.loads(measure.read_text()).values():
+        assert record["status"] == "skipped"
+        assert (
+            "requires ncuflow_no_such_module, which this machine does not have" in record["error"]
+        )
+
+
+def test_inputs_follow_their_declarations_and_the_seed() -> None:
+    family = load_family(EXAMPLE, "gather")
+    variant = family.variants["numpy_gather"]
+    dims = {"n": 5000, "m": 13}
+    one = Problem(family, variant, dims, {"alpha": 2.5}, 7, ("float32", "float32"))
+    two = Problem(family, variant, dims, {"alpha": 2.5}, 7, ("float32", "float32"))
+    assert one.inputs["idx"].dtype == np.int32 and one.inputs["x"].dtype == np.float32
+    assert one.inputs["idx"].min() >= 0 and one.inputs["idx"].max() < 13
+    np.testing.assert_array_equal(one.inputs["x"], two.inputs["x"])
+    assert abs(float(one.inputs["x"].std()) - 1.0) < 0.5  # normal: [mean 0, std 1]
+    assert one.arg("n") == 5000 and isinstance(one.arg("n"), np.int64)
+    assert isinstance(one.arg("alpha"), np.float32)
+    one.poison()
+    assert (
+        np.isnan(one.outputs["y"]).all() and (one.outputs["hits"] == np.iinfo(np.int32).min).all()
+    )
+
+
+@pytest.mark.parametrize(
+    ("draw_spec", "dtype", "check"),
+    [
+        (None, "float32", lambda a: a.min() >= -1 and a.max() < 1 and a.any()),
+        (("uniform", (2.0, 3.0)), "float16", lambda a: a.min() >= 2 and a.max() <= 3),
+        (("integers", (-3.0, 4.0)), "int64", lambda a: set(np.unique(a)) <= set(range(-3, 4))),
+        (None, "uint8", lambda a: a.max() < 100 and a.dtype == np.uint8),
+    ],
+)
+def test_draws(draw_spec, dtype, check) -> None:
+    tensor = Tensor("t", (), output=False, dtype=dtype, draw=draw_spec)
+    assert check(draw(np.random.default_rng(0), tensor, (64, 33), dtype))
+
+
+def test_an_input_that_draws_only_zeros_is_refused() -> None:
+    tensor = Tensor("t", (), output=False, dtype="int32", draw=("integers", (0.0, 1.0)))
+    with pytest.raises(NcuflowError, match="input t drew only zeros"):
+        draw(np.random.default_rng(0), tensor, (8,), "int32")
+
+
+@pytest.mark.parametrize(
+    ("out", "check", "ok", "message"),
+    [
+        ([1.0, 2.0, 3.0], Check("rel_fro", 1e-6), True, ""),
+        ([1.0, 2.0, 3.1], Check("rel_fro", 1e-3), False, "relative error 0.0267 of C"),
+        ([1.0, 2.0, 3.1], Check("max_abs", 0.2), True, ""),
+        ([1.0, 2.0, 3.1], Check("max_abs", 0.01), False, "largest absolute error 0.1 of"),
+        ([1.0, np.nan, 3.0], Check("rel_fro", 1.0), False, "1 of 3 elements of C never written"),
+        ([1.0, np.inf, 3.0], Check("rel_fro", 1.0), False, "relative error inf of C exceeds 1"),
+        ([1.0, 2.0, 3.0], Check("exact"), True, ""),
+        ([1.0, 2.0, 3.0 + 1e-6], Check("exact"), False, "1 of 3 elements of C differ"),
+    ],
+)  # fmt: skip
+def test_compare(out: list[float], check: Check, ok: bool, message: str) -> None:
+    result = compare(
+        "C", np.array(out, dtype=np.float32), np.array([1.0, 2.0, 3.0]), check, "float32"
+    )
+    assert result.ok == ok
+    assert result.message.startswith(message)
+
+
+def test_a_reference_gets_what_it_names() -> None:
+    def reference(A, alpha, M):
+        return A * alpha + M
+
+    assert call_with(reference, {"A": 1, "B": 2, "alpha": 3, "M": 4, "N": 5}) == 7
+    with pytest.raises(NcuflowError, match="asks for alpha, which the family does not have"):
+        call_with(reference, {"A": 1, "M": 4})
+
+
+def test_launches_are_chosen_per_configuration_by_when(example_copy: Path) -> None:
+    cu = example_copy / "gather" / "gather.cu"
+    cu.write_text(
+        cu.read_text().replace("    args: [hits, m]\n", "    args: [hits, m]\n    when: m > 100\n")
+    )
+    family = load_family(example_copy, "gather")
+    rows = expand_variant("e", family, family.variants["gather"], [{"n": 10, "m": 50},
+                          {"n": 10, "m": 500}], {}, [], DeviceLimits(), "where")  # fmt: skip
+    assert [[g["name"] for g in r["launches"]] for r in rows] == [
+        ["gather_scaled"], ["gather_zero_hits", "gather_scaled"]]  # fmt: skip
+    wide = expand_variant("e", family, family.variants["gather"], [{"n": 10, "m": 500}],
+                          {"BLOCK": 2048}, [], DeviceLimits(), "where")  # fmt: skip
+    assert wide[0]["status"] == "skipped"
+    assert wide[0]["error"].startswith("gather_zero_hits: block 2048×1×1 = 2048 threads exceeds")
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "message"),
+    [
+        ("gather.cu", "launches:\n", "kernel: gather_scaled\nlaunches:\n", "either one launch"),
+        ("gather.cu", "args: [hits, m]", "args: [hits, q]", "'q' is neither a tensor"),
+        ("gather.cu", "- kernel: gather_scaled", "- kernel: gather_zero_hits", "share a name"),
+        ("gather.cu", "- kernel: gather_scaled", "- library: gather_values", "'library' belongs"),
+        ("gather.cu", "params: {BLOCK: 256}", "params: {BLOCK: 256}\nscratch: {x: m}", "shadows"),
+        ("numpy_gather.yaml", "library: count_hits", "kernel: count_hits", "belong to CUDA"),
+        ("numpy_gather.yaml", "runs_on: cpu", "runs_on: cpu\nprofiled: true", "never profiled"),
+        ("numpy_gather.yaml", "runs_on: cpu", "runs_on: cpu\nrequires: [a-b]", "module names"),
+        ("family.yaml", "{normal: [0.0, 1.0]}", "{normal: [0.0, -1.0]}", "needs std > 0"),
+        ("family.yaml", "{normal: [0.0, 1.0]}", "{poisson: [1, 2]}", "unknown draw 'poisson'"),
+        ("family.yaml", "check: exact", "check: {rel: 1}", "unknown check 'rel'"),
+        ("family.yaml", "check: exact", "check: {max_abs: {float16: 1}}",
+         "no tolerance for dtype float32"),
+        ("family.yaml", "dtype: int32, check", "dtype: int33, check", "'int33' is not one of"),
+        ("family.yaml", "value: 2.5", "value: hello", "'hello' is a str, expected a float32"),
+        ("family.yaml", "index_type: int64", "index_type: int16", "index_type 'int16'"),
+        ("family.yaml", "merit: bytes", "merit: bytes\norder: [nope]", "order names unknown"),
+        ("family.yaml", "merit: bytes", "merit: bytes\nfigures: {roofline: {y: n, label: x}}",
+         "every experiment draws roofline"),
+        ("family.yaml", "merit: bytes", "merit: bytes\nrestrictions: [BLOCK > 1]",
+         "may name only the dimensions"),
+        ("family.yaml", "  y: {shape: n, check: {max_abs: 1.0e-6}}", "  y: {shape: n}",
+         "output y has no check"),
+    ],
+)  # fmt: skip
+def test_bad_declarations_are_named(
+    example_copy: Path, file: str, old: str, new: str, message: str
+) -> None:
+    _edit(example_copy / "gather" / file, old, new)
+    with pytest.raises(SpecError, match=message):
+        load_family(example_copy, "gather")
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "message"),
+    [
+        ({"scalars": {"alpha": "x"}}, "experiments.g.scalars.alpha", "'x' is a str, not number"),
+        ({"scalars": {"beta": 1.0}}, "experiments.g.scalars.beta",
+         "unknown scalar 'beta' of family gather; valid: alpha"),
+        ({"sizes": {"n": 2**31, "m": 3}}, "experiments.g.sizes", None),
+        ({"variants": {"gather": {"dtype": "float16"}}}, "experiments.g.variants.gather.dtype",
+         "variant gather does not accept dtype 'float16'; it accepts float32"),
+    ],
+)  # fmt: skip
+def test_bad_experiments_are_named(change: dict, where: str, message: str | None) -> None:
+    config = _study(**change)
+    if message is None:  # int64 dimensions: 2**31 is fine for this family
+        assert load_study(config).count()[0] == 2
+        return
+    with pytest.raises(ConfigError) as error:
+        load_study(config)
+    assert str(error.value) == f"config error at {where}: {message}"
+
+
+def test_dimensions_beyond_the_index_type_are_refused() -> None:
+    config = {"kernels_dir": str(ROOT / "kernels"), "experiments": {"c": {
+        "family": "matmul", "sizes": {"M": 2**31, "N": 8, "K": 8},
+        "variants": {"cublas_fp32": None}}}}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"sizes.M: 2147483648 does not fit the int32"):
+        load_study(config)
+
+
+def test_a_list_of_size_grids_is_their_union_in_order() -> None:
+    config = _study(sizes=[{"n": [8, 16], "m": 4}, {"n": 8, "m": [4, 5]}])
+    rows = load_study(config).experiments["g"].configs["numpy_gather"]
+    assert [r["dims"] for r in rows] == [{"n": 8, "m": 4}, {"n": 16, "m": 4}, {"n": 8, "m": 5}]

@@ -1,0 +1,75 @@
+"""On the GPU (pytest -m gpu, run on the GPU machine): the layer families of report 002 and
+the transfer family of report 003, every variant against the float64 reference at the
+layer sizes and at awkward ones; the test tree's example family on the GPU; several
+launches of one configuration profiled together."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT, measure_study
+from ncuflow.config import load_study
+from ncuflow.derive import config_metrics
+from ncuflow.profile import profile_stage
+
+pytestmark = pytest.mark.gpu
+
+SIZES = {
+    "classifier": [
+        {"Ni": 25088, "Nn": 4096, "B": [1, 16]},
+        {"Ni": 4096, "Nn": 1024, "B": [1, 16, 32]},
+        {"Ni": 1023, "Nn": 517, "B": [1, 3, 16]},
+        {"Ni": 4097, "Nn": 33, "B": [1, 48]},
+        {"Ni": 7, "Nn": 5, "B": 1},
+    ],
+    "conv": [
+        {"B": [1, 16], "Ni": 64, "Nn": 64, "Nx": 224, "Ny": 224, "Kx": 3, "Ky": 3},
+        {"B": [1, 16], "Ni": 512, "Nn": 512, "Nx": 14, "Ny": 14, "Kx": 3, "Ky": 3},
+        {"B": 3, "Ni": 3, "Nn": 5, "Nx": 13, "Ny": 7, "Kx": 5, "Ky": 3},
+        {"B": 2, "Ni": 17, "Nn": 70, "Nx": 31, "Ny": 30, "Kx": [1, 7], "Ky": "Kx"},
+    ],
+    "transfer": [{"n": [256, 1000, 2048]}],
+}
+
+
+def _measure(tmp_path: Path, kernels: Path, experiments: dict) -> dict[str, dict]:
+    return measure_study(tmp_path, kernels, experiments, repeats=3)
+
+
+@pytest.mark.parametrize("family", list(SIZES))
+def test_every_variant_matches_the_reference(tmp_path: Path, family: str) -> None:
+    from ncuflow.spec import load_family
+
+    variants = {name: None for name in load_family(ROOT / "kernels", family).variants}
+    found = _measure(tmp_path, ROOT / "kernels", {
+        family: {"family": family, "sizes": SIZES[family], "variants": variants}})  # fmt: skip
+    failures = [f"{v} {c}: {r['status']} {r['error']}" for v, records in found.items()
+                for c, r in records.items() if r["status"] != "ok"]  # fmt: skip
+    assert not failures, "\n".join(failures)
+
+
+def test_the_example_family_runs_on_the_gpu(tmp_path: Path) -> None:
+    kernels = ROOT / "tests" / "data" / "kernels"
+    variants = {"gather": None, "numpy_gather": None}
+    found = _measure(tmp_path, kernels, {"g": {
+        "family": "gather", "sizes": {"n": [1000, 1 << 20], "m": [7, 4099]},
+        "scalars": {"alpha": -0.75}, "variants": variants}})  # fmt: skip
+    statuses = {r["status"] for records in found.values() for r in records.values()}
+    assert statuses == {"ok"}, found
+
+
+def test_the_launches_of_a_configuration_are_profiled_together(tmp_path: Path) -> None:
+    kernels = ROOT / "tests" / "data" / "kernels"
+    experiments = {"g": {"family": "gather", "sizes": {"n": [4096, 5000], "m": 64},
+                         "variants": {"gather": None}}}  # fmt: skip
+    found = _measure(tmp_path, kernels, experiments)["gather"]
+    study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
+    ncu = study.config["ncu"]
+    long_path = tmp_path / "ncu_long.parquet"
+    profile_stage(tmp_path / "g.gather.plan.json", tmp_path / "g.gather.measure.json", long_path,
+                  tmp_path / "raw.csv", tmp_path / "profile.ncu-rep", ncu["path"],
+                  ncu["sections"], ncu["clock_control"], [], lambda line: None)  # fmt: skip
+    metrics = config_metrics(pd.read_parquet(long_path))
+    assert sorted(metrics["config_id"]) == sorted(found)
+    assert (metrics["ncu_kernels"] == 2).all()
