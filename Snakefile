@@ -16,6 +16,7 @@ from ncuflow.config import load_study
 from ncuflow.device import resolve_mode
 from ncuflow.errors import NcuflowError
 from ncuflow.replay import capture_dir, info
+from ncuflow.spec import STANDARD_FIGURES
 
 # config.yaml is the default study; a --configfile on the command line replaces it.
 if not workflow.config_settings.configfiles:
@@ -51,6 +52,9 @@ if workflow.is_main_process:  # not again in the processes that run jobs
     )
 
 
+report: "workflow/report/workflow.rst"
+
+
 wildcard_constraints:
     experiment="[A-Za-z0-9_-]+",
     variant="[A-Za-z0-9_-]+",
@@ -62,6 +66,7 @@ include: "workflow/rules/profile.smk"
 include: "workflow/rules/derive.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/plot.smk"
+include: "workflow/rules/summary.smk"
 include: "workflow/rules/device.smk"
 
 
@@ -69,6 +74,8 @@ rule all:
     default_target: True
     input:
         "results/device.json",
+        "results/device.csv",
+        expand("results/{experiment}/summary.csv", experiment=STUDY.experiments),
         expand("results/{experiment}/table.parquet", experiment=STUDY.experiments),
         [
             f"results/{experiment}/{figure}.{ext}"

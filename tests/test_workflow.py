@@ -10,6 +10,7 @@ import yaml
 
 from conftest import ROOT
 from ncuflow.device import cuda_device
+from ncuflow.spec import STANDARD_FIGURES
 
 REQUIRED = [
     "experiment", "family", "variant", "config_id", "dtype", "M", "N", "K", "BLOCK_X",
@@ -57,13 +58,14 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert set(host["variant"]) == {"cpu_blas"} and host["ncu_time_ms"].isna().all()
     assert (host["error"] == "").all()
     assert (pd.read_csv(results / "table.csv")["config_id"] == table["config_id"]).all()
-    for figure in ("roofline", "gflops_vs_size"):
+    for figure in STANDARD_FIGURES:
         png = (results / f"{figure}.png").read_bytes()
-        assert png.startswith(b"\x89PNG") and len(png) > 20_000
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000
         svg = (results / f"{figure}.svg").read_text()
         assert "replayed from capture h100-sxm, 2026-11-23" in svg
     roofs = (results / "roofline.svg").read_text()
-    assert "FP16 tensor dense peak" in roofs and "TF32 tensor dense peak" in roofs
+    assert "FP16 tensor 974" in roofs and "TF32 tensor 489" in roofs and "measured 789" in roofs
+    assert "not drawn: no variant is swept" in (results / "sweep.svg").read_text()
     # replay reproduces the table the GPU run itself wrote, value for value
     gpu = pd.read_parquet(ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder"
                           / "table.parquet")  # fmt: skip
@@ -84,6 +86,13 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert "replayed_from" in (workflow_copy / "results" / "device.json").read_text()
     again = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
     assert "Nothing to be done" in again.stdout + again.stderr
+    summary = (results / "summary.md").read_text()
+    assert "M = 4096, N = 4096, K = 4096" in summary and "| warptile | BM=128" in summary
+    report = snakemake(workflow_copy, "--report", "results/report.html", "--config", "mode=replay")
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (workflow_copy / "results" / "report.html").read_text()
+    for registered in [*(f"{f}.png" for f in STANDARD_FIGURES), "summary.csv", "device.csv"]:
+        assert registered in html, registered
 
 
 def test_a_report_experiment_replays_from_its_own_capture(workflow_copy: Path) -> None:
@@ -103,12 +112,12 @@ def test_a_family_that_only_moves_bytes_replays_end_to_end(workflow_copy: Path) 
     results = workflow_copy / "results" / "transpose"
     table = pd.read_parquet(results / "table.parquet")
     assert len(table) == 30 and (table["status"] == "ok").all() and (table["gbps"] > 0).all()
-    assert "DRAM theoretical" in (results / "roofline.svg").read_text()
+    assert "DRAM 3.35 TB/s (measured 3.01)" in (results / "roofline.svg").read_text()
     gpu = pd.read_parquet(ROOT / "resources" / "captures" / "h100-sxm-transpose" / "transpose"
                           / "table.parquet")  # fmt: skip
     numeric = [c for c in gpu.columns if pd.api.types.is_numeric_dtype(gpu[c])]
     pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
-    assert "GB/s" in (results / "gflops_vs_size.svg").read_text()
+    assert "B/s (compulsory bytes / median time)" in (results / "performance.svg").read_text()
 
 
 def test_configuration_missing_from_the_capture_is_an_error_naming_it(workflow_copy: Path) -> None:

@@ -1,4 +1,5 @@
-"""``python -m ncuflow <stage>``: each Snakemake rule runs one of these commands.
+"""``ncuflow <command>`` (or ``python -m ncuflow``): each Snakemake rule runs one of these
+commands; ``compare`` and ``capture`` are for people.
 
 Errors a user can fix are printed as one line (no traceback) and exit with status 1;
 the details of each stage go to its log file.
@@ -12,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from . import __version__
 from .errors import NcuflowError
 
 
@@ -85,7 +87,7 @@ def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     import pandas as pd
 
-    from .plots import family_figure, gflops_vs_size, roofline
+    from .plots import FIGURES, draw, family_figure
     from .spec import load_family
 
     table = pd.read_parquet(args.table)
@@ -94,8 +96,7 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     if args.figure:
         paths = family_figure(table, family, args.figure, device, args.out_dir / args.figure)
     else:
-        paths = roofline(table, device, args.out_dir / "roofline")
-        paths += gflops_vs_size(table, family, device, args.out_dir / "gflops_vs_size")
+        paths = draw(table, family, device, args.out_dir, list(FIGURES))
     for path in paths:
         log(f"wrote {path}")
 
@@ -113,6 +114,30 @@ def _device(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     log(args.out.read_text())
 
 
+def _device_table(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    import pandas as pd
+
+    from .device import facts_rows
+
+    rows = facts_rows(json.loads(args.device.read_text()))
+    pd.DataFrame(rows, columns=["fact", "value"]).to_csv(args.out, index=False)
+    log(f"wrote {args.out}: {len(rows)} facts")
+
+
+def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    import pandas as pd
+
+    from .spec import load_family
+    from .summary import markdown, summarize
+
+    table = pd.read_parquet(args.table)
+    family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
+    summary = summarize(table, family)
+    summary.to_csv(args.csv, index=False, float_format="%.6g")
+    args.md.write_text(markdown(summary, family, str(table["experiment"].iloc[0])))
+    log(f"wrote {args.csv} and {args.md}: {len(summary)} rows")
+
+
 def _ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     if args.mode == "replay":
         from .replay import replay_ceilings
@@ -123,6 +148,13 @@ def _ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
         measured = measure_ceilings(log)
         args.out.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
+
+
+def _compare(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    from .compare import run
+
+    for path in run(args.a, args.b, args.out):
+        log(f"wrote {path}")
 
 
 def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -139,7 +171,8 @@ def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ncuflow")
+    parser = argparse.ArgumentParser(prog="ncuflow", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"ncuflow {__version__}")
     sub = parser.add_subparsers(dest="stage", required=True)
 
     def stage(name: str, run: Callable, help_text: str) -> argparse.ArgumentParser:
@@ -187,9 +220,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--ceilings", type=Path, help="ceilings.json measured on this device (gpu)")
     mode_args(p)
+    p = stage("device-table", _device_table, "the device's facts as a CSV table (for the report)")
+    p.add_argument("--device", type=Path, required=True, help="device.json")
+    p.add_argument("--out", type=Path, required=True)
+    p = stage("summary", _summary, "the best configuration per variant and size (CSV, Markdown)")
+    p.add_argument("--table", type=Path, required=True)
+    p.add_argument("--kernels-dir", type=Path, required=True)
+    p.add_argument("--csv", type=Path, required=True)
+    p.add_argument("--md", type=Path, required=True)
     p = stage("ceilings", _ceilings, "measure the device's bandwidth and FLOP ceilings")
     p.add_argument("--out", type=Path, required=True)
     mode_args(p)
+    p = stage("compare", _compare, "two runs or captures, configuration by configuration")
+    p.add_argument("a", type=Path, help="results folder or capture: the baseline (A)")
+    p.add_argument("b", type=Path, help="results folder or capture: the one compared (B)")
+    p.add_argument("--out", type=Path, default=Path("results/compare"))
     p = stage("capture", _capture, "save a GPU run's records as a replay capture")
     p.add_argument("name", help="folder name under resources/captures/")
     p.add_argument("--configfile", type=Path, default=Path("config.yaml"))

@@ -120,5 +120,27 @@ def footer(device: dict[str, Any]) -> str:
     return f"measured on {name}, {device.get('date', '?')}, ncuflow {device.get('ncuflow', '?')}"
 
 
+FACTS = [
+    ("name", "GPU"), ("compute_capability", "compute capability"), ("sm_count", "SMs"),
+    ("sm_clock_max_mhz", "SM clock, max (MHz)"),
+    ("memory_clock_max_mhz", "memory clock, max (MHz)"),
+    ("memory_bytes", "memory (bytes)"), ("l2_bytes", "L2 (bytes)"), ("driver", "driver"),
+    ("cuda_runtime", "CUDA runtime"), ("ncu", "Nsight Compute"), ("cupy", "CuPy"),
+    ("cpu", "host CPU"), ("date", "date measured"), ("ncuflow", "ncuflow"),
+]  # fmt: skip
+
+
+def facts_rows(device: dict[str, Any]) -> list[tuple[str, str]]:
+    """(fact, value) rows of device.json for the report: the GPU, the software, where the
+    numbers come from, and the ceilings measured on the device."""
+    rows = [(label, str(device[key])) for key, label in FACTS if key in device]
+    rows.append(("numbers", footer(device)))
+    for name, entry in sorted(device.get("ceilings", {}).items()):
+        if isinstance(entry, dict) and entry.get("value"):
+            unit = "B/s" if name in {"dram", "l2", "l1", "shared"} else "FLOP/s"
+            rows.append((f"measured ceiling: {name}", f"{entry['value']:.4g} {unit}"))
+    return rows
+
+
 def write(path: Path, facts: dict[str, Any]) -> None:
     path.write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")

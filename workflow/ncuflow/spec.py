@@ -55,7 +55,7 @@ CHECK_KINDS = ("rel_fro", "max_abs", "exact")
 DRAWS = ("uniform", "normal", "integers")
 MERITS = ("flops", "bytes")
 # Figures every experiment gets; a family's own figures take other names.
-STANDARD_FIGURES = ("roofline", "gflops_vs_size")
+STANDARD_FIGURES = ("roofline", "performance", "sweep", "speed_of_light", "occupancy", "traffic")
 # Names every expression may use besides the dimensions and the tunables.
 BUILTIN_NAMES = ("in_bytes", "out_bytes")
 

@@ -27,3 +27,19 @@ rule device_facts:
     shell:
         "{PY} -m ncuflow device --out {output} --ceilings {input.ceilings} {params.source}"
         " --log {log}"
+
+
+rule device_table:
+    input:
+        "results/device.json",
+    output:
+        report(
+            "results/device.csv",
+            caption="../report/device.rst",
+            category="device and provenance",
+            labels={"table": "device facts"},
+        ),
+    log:
+        "results/logs/device_table.log",
+    shell:
+        "{PY} -m ncuflow device-table --device {input} --out {output} --log {log}"

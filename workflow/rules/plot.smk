@@ -1,5 +1,6 @@
-# Stage 6: the experiment's figures: DRAM roofline, and GFLOP/s against problem size; and
-# the figures a family declares itself (figures: in family.yaml).
+# Stage 6: the experiment's figures (ncuflow.plots.FIGURES: hierarchical roofline,
+# performance against size, parameter sweeps, Speed of Light, occupancy, modelled against
+# measured traffic), and the figures a family declares itself (figures: in family.yaml).
 
 
 rule plot:
@@ -7,8 +8,17 @@ rule plot:
         table="results/{experiment}/table.parquet",
         device="results/device.json",
     output:
-        multiext("results/{experiment}/roofline", ".png", ".svg"),
-        multiext("results/{experiment}/gflops_vs_size", ".png", ".svg"),
+        **{
+            figure: report(
+                f"results/{{experiment}}/{figure}.png",
+                caption=f"../report/{figure}.rst",
+                category="{experiment}",
+                subcategory="figures",
+                labels={"figure": figure.replace("_", " ")},
+            )
+            for figure in STANDARD_FIGURES
+        },
+        svg=expand("results/{{experiment}}/{figure}.svg", figure=STANDARD_FIGURES),
     log:
         "results/{experiment}/logs/plot.log",
     params:
@@ -24,7 +34,14 @@ rule family_figure:
         table="results/{experiment}/table.parquet",
         device="results/device.json",
     output:
-        multiext("results/{experiment}/{figure}", ".png", ".svg"),
+        png=report(
+            "results/{experiment}/{figure}.png",
+            caption="../report/family_figure.rst",
+            category="{experiment}",
+            subcategory="figures",
+            labels={"figure": "{figure}"},
+        ),
+        svg="results/{experiment}/{figure}.svg",
     log:
         "results/{experiment}/logs/plot_{figure}.log",
     wildcard_constraints:

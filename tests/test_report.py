@@ -1,0 +1,158 @@
+"""The report a user hands in, on the CPU: figures (each drawn or replaced by a note), the
+seeds' tables, the comparison of two runs, and the Python entry points."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ncuflow
+from conftest import CAPTURES, ROOT, replayed
+from ncuflow.compare import run as compare_runs
+from ncuflow.plots import FIGURES, Styles, _size_ticks, draw, prefixed
+from ncuflow.spec import STANDARD_FIGURES, load_family
+from ncuflow.summary import markdown, summarize
+
+MATMUL = load_family(ROOT / "kernels", "matmul")
+DEVICE = {"name": "NVIDIA H100 80GB HBM3", "date": "2026-11-23", "replayed_from": "h100-sxm"}
+
+
+@pytest.fixture(scope="module")
+def ladder() -> pd.DataFrame:
+    return replayed("h100-sxm")["matmul_ladder"]
+
+
+def test_every_figure_is_drawn_or_says_why_not(tmp_path: Path, ladder: pd.DataFrame) -> None:
+    paths = draw(ladder, MATMUL, DEVICE, tmp_path, list(FIGURES))
+    assert sorted(p.name for p in paths) == sorted(f"{f}.{e}" for f in STANDARD_FIGURES
+                                                   for e in ("png", "svg"))  # fmt: skip
+    roofline = (tmp_path / "roofline.svg").read_text()
+    labels = ("FP32 66.8 (measured 64.8) TFLOP/s", "DRAM 3.35 TB/s", "L2 intensity",
+              "replayed from capture h100-sxm, 2026-11-23", "cublas_fp32 (library)")  # fmt: skip
+    for label in labels:
+        assert label in roofline
+    assert (
+        "not drawn: no variant is swept over its tunables" in (tmp_path / "sweep.svg").read_text()
+    )
+    assert "float16" in (tmp_path / "performance.svg").read_text()  # one panel per precision
+
+
+def test_an_experiment_with_nothing_to_draw_gets_notes(
+    tmp_path: Path, ladder: pd.DataFrame
+) -> None:
+    failed = ladder.assign(status="wrong_result")
+    draw(failed, MATMUL, DEVICE, tmp_path, list(FIGURES))
+    for figure in STANDARD_FIGURES:
+        assert "not drawn: " in (tmp_path / f"{figure}.svg").read_text()
+
+
+def test_a_sweep_is_drawn_with_its_best_marked(tmp_path: Path) -> None:
+    table = replayed("h100-sxm-coarsening")["coarsening"]
+    draw(table, MATMUL, DEVICE, tmp_path, ["sweep"])
+    svg = (tmp_path / "sweep.svg").read_text()
+    assert "stmo, M = 64" in svg and "OP_PER_THREAD" in svg and "best marked" in svg
+
+
+def test_styles_keep_one_colour_per_variant_and_grey_baselines(ladder: pd.DataFrame) -> None:
+    styles = Styles(ladder, MATMUL)
+    assert styles.order[:3] == ["naive", "coalesced_a", "smem_tiled"]
+    own = [styles.style[v]["color"] for v in styles.order if v not in styles.baselines]
+    assert len(set(own)) == len(own)
+    assert styles.baselines == ["cublas_fp32", "cublas_tf32", "cublas_fp16", "cpu_blas"]
+    assert all(styles.style[v]["ls"] == "--" and styles.style[v]["label"].endswith("(library)")
+               for v in styles.baselines)  # fmt: skip
+
+
+def test_units_take_the_prefix_of_the_data() -> None:
+    assert prefixed([2e12, 5e13], "FLOP/s") == (1e12, "TFLOP/s")
+    assert prefixed([3e9], "B/s") == (1e9, "GB/s")
+    assert prefixed([0.5], "B") == (1.0, "B")
+
+
+def test_a_size_next_to_another_keeps_its_tick_not_its_label() -> None:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.set_xscale("log", base=2)
+    _size_ticks(ax, pd.Series([1024, 2048, 2049, 4096]))
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1024", "2048", "", "4096"]
+    plt.close(fig)
+
+
+def test_the_summary_is_the_seeds_table(ladder: pd.DataFrame) -> None:
+    summary = summarize(ladder, MATMUL)
+    at = summary[(summary["M"] == 4096)].set_index("variant")
+    assert at.loc["warptile", "pct_of_library"] == pytest.approx(86.8, abs=0.05)
+    assert at.loc["warptile", "library"] == "cublas_fp32"
+    assert at.loc["wmma_fp16_pipelined", "library"] == "cublas_fp16"
+    naive = at.loc["naive", "time_ms"]
+    assert at.loc["warptile", "speedup"] == pytest.approx(naive / at.loc["warptile", "time_ms"])
+    assert at.loc["warptile", "unit"] == "TFLOP/s" and at.loc["warptile", "throughput"] > 40
+    text = markdown(summary, MATMUL, "matmul_ladder")
+    assert "M = 4096, N = 4096, K = 4096" in text and "| warptile | BM=128" in text
+
+
+def test_a_wrong_result_never_wins_best() -> None:
+    table = replayed("h100-sxm-coarsening")["coarsening"].copy()
+    stmo = table[(table["variant"] == "stmo") & (table["M"] == 2048)]
+    fastest = stmo["gflops"].astype(float).idxmax()
+    table.loc[fastest, "status"] = "wrong_result"
+    row = summarize(table, MATMUL).set_index(["M", "variant"]).loc[(2048, "stmo")]
+    assert row["parameters"] != _params(table.loc[fastest]) and row["failed"] == 1
+    assert row["configurations"] == len(stmo)
+
+
+def _params(row: pd.Series) -> str:
+    return ", ".join(f"{p}={int(row[p])}" for p in MATMUL.variants["stmo"].params)
+
+
+def test_two_runs_compared_configuration_by_configuration(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for side in (a, b):
+        (side / "matmul_ladder").mkdir(parents=True)
+    source = CAPTURES / "h100-sxm"
+    table = pd.read_parquet(source / "matmul_ladder" / "table.parquet")
+    table.to_parquet(a / "matmul_ladder" / "table.parquet")
+    changed = table.copy()
+    warptile = changed["variant"] == "warptile"
+    changed.loc[warptile, "time_ms"] /= 2
+    changed.loc[warptile, "dram_bytes"] *= 3
+    changed = changed[changed["config_id"] != table["config_id"].iloc[0]]  # one only in A
+    changed.to_parquet(b / "matmul_ladder" / "table.parquet")
+    shutil.copy2(source / "device.json", b / "device.json")
+    paths = compare_runs(a, b, tmp_path / "out")
+    assert [p.name for p in paths] == ["compare.csv", "compare.md", "compare.png", "compare.svg"]
+    rows = pd.read_csv(tmp_path / "out" / "compare.csv")
+    assert len(rows) == len(table) - 1
+    mine = rows[rows["variant"] == "warptile"]
+    assert np.allclose(mine["speedup"], 2.0) and (mine["moved_most"] == "dram_bytes").all()
+    assert rows.loc[rows["variant"] != "warptile", "moved_most"].isna().all()  # nothing moved
+    text = (tmp_path / "out" / "compare.md").read_text()
+    assert "| matmul_ladder | warptile | 4 | 2.000 | 2.000 | 2.000 | dram_bytes (3×) |" in text
+    assert "b (NVIDIA H100 80GB HBM3, 2026-11-23) against a" in text
+    assert "1 configurations only in a" in text
+
+
+def test_load_reads_every_experiment_and_every_metric() -> None:
+    assert set(ncuflow.__all__) == {"__version__", "compare", "load", "tables"}
+    table = ncuflow.load(CAPTURES / "h100-sxm")
+    assert len(table) == 64 and set(table["experiment"]) == {"matmul_ladder"}
+    long = ncuflow.load(CAPTURES / "h100-sxm", metrics=True)
+    assert list(long.columns[:3]) == ["experiment", "variant", "config_id"]
+    assert set(long["variant"]) == set(table.loc[table["runs_on"] == "gpu", "variant"])
+    with pytest.raises(ncuflow.errors.NcuflowError, match=r"holds no <experiment>/table\.parquet"):
+        ncuflow.load(ROOT / "kernels")
+
+
+def test_the_console_script_says_its_version_and_compares() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncuflow", "--version"], capture_output=True, text=True
+    )
+    assert proc.stdout.strip() == f"ncuflow {ncuflow.__version__}"
+    command = [sys.executable, "-m", "ncuflow", "compare", "--help"]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    assert "results folder or capture" in proc.stdout

@@ -1,0 +1,23 @@
+# Stage 7: the tables a report quotes: each variant's best configuration per problem size,
+# with its share of the library baseline, speedup over the first rung, and bound.
+
+
+rule summary:
+    input:
+        table="results/{experiment}/table.parquet",
+    output:
+        csv=report(
+            "results/{experiment}/summary.csv",
+            caption="../report/summary.rst",
+            category="{experiment}",
+            subcategory="tables",
+            labels={"table": "best configuration per variant and size"},
+        ),
+        md="results/{experiment}/summary.md",
+    log:
+        "results/{experiment}/logs/summary.log",
+    params:
+        kernels_dir=config["kernels_dir"],
+    shell:
+        "{PY} -m ncuflow summary --table {input.table} --kernels-dir {params.kernels_dir}"
+        " --csv {output.csv} --md {output.md} --log {log}"
