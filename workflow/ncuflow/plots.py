@@ -517,6 +517,37 @@ def sweep(table: pd.DataFrame, family: Family, styles: Styles, device: dict[str,
 # ---- Speed of Light, occupancy, traffic
 
 
+def _classed_scatter(
+    ax: Any,
+    rows: pd.DataFrame,
+    family: Family,
+    styles: Styles,
+    xy: tuple[str, str],
+    classes: pd.Series,
+    markers: dict[str, str],
+) -> None:
+    """Each configuration at (x, y): its variant's colour, its class's marker, an area
+    growing with its problem size; one scatter call per variant and class."""
+    areas = marker_areas(rows[family.size_axis])
+    for variant in styles.present(rows):
+        pick = (rows["variant"] == variant).to_numpy()
+        for name, marker in markers.items():
+            sel = pick & (classes == name).to_numpy()
+            ax.scatter(rows.loc[sel, xy[0]], rows.loc[sel, xy[1]], s=areas[sel],
+                       color=styles.style[variant]["color"], marker=marker, edgecolor="black",
+                       linewidth=0.3, zorder=3)  # fmt: skip
+
+
+def _classed_handles(
+    rows: pd.DataFrame, family: Family, styles: Styles, markers: dict[str, str], label: str
+) -> list[Line2D]:
+    handles = styles.handles(styles.present(rows))
+    for name, marker in markers.items():
+        text = label.format(name.replace("_", " "))
+        handles.append(Line2D([], [], color="0.3", marker=marker, ls="", label=text))
+    return [*handles, size_handle(family)]
+
+
 def speed_of_light(
     table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]
 ) -> Any:
@@ -533,33 +564,14 @@ def speed_of_light(
     ax.plot([t, 100], [t, 100], color="0.5", lw=0.6)
     for text, xy in (("latency", (t / 2, t / 2)), ("memory", (85, 25)), ("compute", (25, 85))):
         ax.text(*xy, text, ha="center", va="center", color="0.35", fontsize=9)
-    areas = marker_areas(rows[family.size_axis])
-    for variant in styles.present(rows):
-        pick = (rows["variant"] == variant).to_numpy()
-        for bound, marker in BOUND_MARKERS.items():
-            sel = pick & (rows["bound"] == bound).to_numpy()
-            ax.scatter(
-                rows.loc[sel, "memory_throughput_pct"],
-                rows.loc[sel, "sm_throughput_pct"],
-                s=areas[sel],
-                color=styles.style[variant]["color"],
-                marker=marker,
-                edgecolor="black",
-                linewidth=0.3,
-                zorder=3,
-            )
+    _classed_scatter(ax, rows, family, styles, ("memory_throughput_pct", "sm_throughput_pct"),
+                     rows["bound"], BOUND_MARKERS)  # fmt: skip
     ax.set_xlim(0, 100)
     ax.set_ylim(0, 100)
     ax.set_xlabel("memory throughput (% of peak, busiest of DRAM, L2, L1)")
     ax.set_ylabel("SM throughput (% of peak)")
     _title(ax, table, "Speed of Light", device)
-    handles = styles.handles(styles.present(rows))
-    handles += [
-        Line2D([], [], color="0.3", marker=m, ls="", label=f"bound: {b}")
-        for b, m in BOUND_MARKERS.items()
-    ]
-    handles.append(size_handle(family))
-    _legend(ax, handles)
+    _legend(ax, _classed_handles(rows, family, styles, BOUND_MARKERS, "bound: {}"))
     return fig
 
 
@@ -571,33 +583,14 @@ def occupancy(table: pd.DataFrame, family: Family, styles: Styles, device: dict[
     limiter = limits.idxmin(axis=1, skipna=True).str.removeprefix("occupancy_limit_")
     fig, ax = plt.subplots(figsize=FIGSIZE)
     ax.plot([0, 100], [0, 100], color="0.5", lw=0.6, ls="--")
-    areas = marker_areas(rows[family.size_axis])
-    for variant in styles.present(rows):
-        pick = (rows["variant"] == variant).to_numpy()
-        for name, marker in LIMIT_MARKERS.items():
-            sel = pick & (limiter == name).to_numpy()
-            ax.scatter(
-                rows.loc[sel, "theoretical_occupancy_pct"],
-                rows.loc[sel, "achieved_occupancy_pct"],
-                s=areas[sel],
-                color=styles.style[variant]["color"],
-                marker=marker,
-                edgecolor="black",
-                linewidth=0.3,
-                zorder=3,
-            )
+    xy = ("theoretical_occupancy_pct", "achieved_occupancy_pct")
+    _classed_scatter(ax, rows, family, styles, xy, limiter, LIMIT_MARKERS)
     ax.set_xlim(0, 105)
     ax.set_ylim(0, 105)
     ax.set_xlabel("theoretical occupancy (% of the SM's warps the launch allows)")
     ax.set_ylabel("achieved occupancy (% warps active)")
     _title(ax, table, "occupancy and its limiter", device)
-    handles = styles.handles(styles.present(rows))
-    handles += [
-        Line2D([], [], color="0.3", marker=m, ls="", label=f"limited by {k.replace('_', ' ')}")
-        for k, m in LIMIT_MARKERS.items()
-    ]
-    handles.append(size_handle(family))
-    _legend(ax, handles)
+    _legend(ax, _classed_handles(rows, family, styles, LIMIT_MARKERS, "limited by {}"))
     return fig
 
 
