@@ -12,11 +12,13 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     )
 )
 
+from ncuflow.cli import stage
 from ncuflow.config import load_study
 from ncuflow.device import resolve_mode
 from ncuflow.errors import NcuflowError
 from ncuflow.replay import capture_dir, info
 from ncuflow.spec import STANDARD_FIGURES
+from ncuflow.strict import read_config
 
 # config.yaml is the default study; a --configfile on the command line replaces it.
 if not workflow.config_settings.configfiles:
@@ -25,16 +27,19 @@ if not workflow.config_settings.configfiles:
 
 
 try:
+    # keys written twice in a config file, which the YAML reader would drop in silence
+    for _path in workflow.config_settings.configfiles or ["config.yaml"]:
+        read_config(Path(_path))
     STUDY = load_study(config)
     MODE, WHY = resolve_mode(config["mode"], config["ncu"]["path"])
     CAPTURE = capture_dir(Path("."), config["capture"]) if MODE == "replay" else None
 except NcuflowError as exc:
     sys.exit(f"ncuflow: {exc}")
 
-PY = sys.executable
-# Arguments every GPU stage takes: where the numbers come from.
-MODE_ARGS = f"--mode {MODE} --ncu {config['ncu']['path']}" + (
-    f" --capture {CAPTURE}" if CAPTURE else ""
+# Arguments every GPU stage takes: where the numbers come from. Stages run as processes
+# with argument lists (ncuflow.cli.stage): no value of the config ever reaches a shell.
+MODE_ARGS = ["--mode", MODE, "--ncu", config["ncu"]["path"]] + (
+    ["--capture", str(CAPTURE)] if CAPTURE else []
 )
 if workflow.is_main_process:  # not again in the processes that run jobs
     _total, _pending = STUDY.count()
@@ -53,6 +58,15 @@ if workflow.is_main_process:  # not again in the processes that run jobs
 
 
 report: "workflow/report/workflow.rst"
+
+
+onsuccess:
+    from ncuflow.collect import status_line
+
+    for _name in STUDY.experiments:
+        _table = Path(f"results/{_name}/table.parquet")
+        if _table.is_file():
+            print(status_line(_table), file=sys.stderr)
 
 
 wildcard_constraints:

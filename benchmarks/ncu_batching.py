@@ -24,6 +24,7 @@ from ncuflow.harness import measure_stage
 from ncuflow.metrics import required_metrics
 from ncuflow.ncu_rep import read_report, write_long
 from ncuflow.profile import (
+    NcuSettings,
     available_metrics,
     export_csv,
     find_ncu,
@@ -51,8 +52,8 @@ def main() -> int:
         ids = [r["config_id"] for r in study.experiments["ncu_batching"].configs["naive"]]
 
         started = time.perf_counter()
-        profile_stage(plan, measure, work / "one.parquet", work / "one.csv",
-                      work / "one.ncu-rep", "ncu", sections, "none", [], quiet)  # fmt: skip
+        one_process = NcuSettings("ncu", tuple(sections), "none", (), chunk_size=len(ids))
+        profile_stage(plan, measure, work / "one.parquet", work / "one.csv", one_process, quiet)
         batched = time.perf_counter() - started
 
         started = time.perf_counter()

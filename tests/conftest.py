@@ -113,14 +113,19 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def measure_study(tmp_path: Path, kernels: Path, experiments: dict, repeats: int) -> dict:
+def measure_study(
+    tmp_path: Path, kernels: Path, experiments: dict, repeats: int, **config: dict
+) -> dict:
     """Every (experiment, variant) of a study through the measure stage, each timed
-    ``repeats`` times; the records by variant (plans and records stay in ``tmp_path``)."""
+    ``repeats`` times; the records by variant (plans and records stay in ``tmp_path``).
+    ``config`` adds to the study's config (timing settings, device limits)."""
     from ncuflow.config import load_study
     from ncuflow.harness import measure_stage
 
-    timing = {"warmup": 1, "min_repeats": repeats, "max_repeats": repeats}
-    study = load_study({"kernels_dir": str(kernels), "timing": timing, "experiments": experiments})
+    timing = {"warmup": 1, "min_repeats": repeats, "max_repeats": repeats,
+              **config.pop("timing", {})}  # fmt: skip
+    study = load_study({"kernels_dir": str(kernels), "timing": timing,
+                        "experiments": experiments, **config})  # fmt: skip
     found: dict[str, dict] = {}
     for experiment, variant in study.jobs():
         plan = tmp_path / f"{experiment}.{variant}.plan.json"

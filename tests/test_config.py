@@ -16,10 +16,13 @@ def test_defaults_are_filled_in() -> None:
         "max_repeats": 2000,
         "target_ci_pct": 1.0,
         "budget_s": 2.0,
+        "timeout_s": None,
+        "timeout_floor_s": 60,
         "flush_l2": True,
     }
     assert "SpeedOfLight_RooflineChart" in study.config["ncu"]["sections"]
     assert study.config["ncu"]["clock_control"] == "none"
+    assert study.config["ncu"]["chunk_size"] == 16 and study.config["max_configurations"] == 100_000
     assert study.count() == (4, 4)
 
 
@@ -59,7 +62,7 @@ BAD = [
         "params.TILE: unknown parameter 'TILE' of variant naive; valid: BLOCK_X, BLOCK_Y",
     ),
     ("experiments.sq.sizes.M", [64, -5], "sizes.M[1]: -5 is less than the minimum of 1"),
-    ("experiments.sq.sizes.M", [64, 2.5], "sizes.M[1]: 2.5 is a float, not integer"),
+    ("experiments.sq.sizes.M", [64, 2.5], "sizes.M[1]: 2.5 is a float, expected an integer"),
     ("experiments.sq.sizes.M", 0, "sizes.M: 0 is not valid (expected: a positive integer"),
     ("experiments.sq.sizes.M", True, "sizes.M: True is not valid"),
     ("experiments.sq.sizes.N", "M - 64", "sizes.N: 'M - 64' gives 0"),

@@ -18,7 +18,7 @@ from ncuflow.derive import config_metrics
 from ncuflow.errors import ConfigError, NcuflowError
 from ncuflow.expand import DeviceLimits, expand_variant
 from ncuflow.harness import measure_stage
-from ncuflow.problem import Problem, call_with, compare, draw
+from ncuflow.problem import POISON_BITS, Problem, call_with, compare, draw, poisoned
 from ncuflow.spec import Check, SpecError, Tensor, load_family
 
 EXAMPLE = ROOT / "tests" / "data" / "kernels"
@@ -125,9 +125,13 @@ def test_inputs_follow_their_declarations_and_the_seed() -> None:
     assert one.arg("n") == 5000 and isinstance(one.arg("n"), np.int64)
     assert isinstance(one.arg("alpha"), np.float32)
     one.poison()
-    assert (
-        np.isnan(one.outputs["y"]).all() and (one.outputs["hits"] == np.iinfo(np.int32).min).all()
-    )
+    assert poisoned(one.outputs["y"]).all() and np.isnan(one.outputs["y"]).all()
+    assert (one.outputs["hits"] == np.iinfo(np.int32).min).all()
+    for dtype in (np.float16, np.float64):  # every floating width has its poison
+        array = np.zeros(3, dtype)
+        array.view(f"uint{8 * array.itemsize}")[:] = POISON_BITS[array.itemsize]
+        assert poisoned(array).all() and np.isnan(array).all()
+        assert not poisoned(np.array([np.nan, np.inf], dtype)).any()  # computed NaN, Inf
 
 
 @pytest.mark.parametrize(
@@ -157,16 +161,17 @@ def test_an_input_that_draws_only_zeros_is_refused() -> None:
         ([1.0, 2.0, 3.1], Check("rel_fro", 1e-3), False, "relative error 0.0267 of C"),
         ([1.0, 2.0, 3.1], Check("max_abs", 0.2), True, ""),
         ([1.0, 2.0, 3.1], Check("max_abs", 0.01), False, "largest absolute error 0.1 of"),
-        ([1.0, np.nan, 3.0], Check("rel_fro", 1.0), False, "1 of 3 elements of C never written"),
-        ([1.0, np.inf, 3.0], Check("rel_fro", 1.0), False, "relative error inf of C exceeds 1"),
+        ([1.0, "poison", 3.0], Check("rel_fro", 1.0), False, "1 of 3 elements of C never written"),
+        ([1.0, np.nan, 3.0], Check("rel_fro", 1.0), False, "1 of 3 elements of C are NaN or Inf"),
+        ([1.0, np.inf, 3.0], Check("rel_fro", 1.0), False, "1 of 3 elements of C are NaN or Inf"),
         ([1.0, 2.0, 3.0], Check("exact"), True, ""),
         ([1.0, 2.0, 3.0 + 1e-6], Check("exact"), False, "1 of 3 elements of C differ"),
     ],
 )  # fmt: skip
-def test_compare(out: list[float], check: Check, ok: bool, message: str) -> None:
-    result = compare(
-        "C", np.array(out, dtype=np.float32), np.array([1.0, 2.0, 3.0]), check, "float32"
-    )
+def test_compare(out: list, check: Check, ok: bool, message: str) -> None:
+    array = np.array([0.0 if v == "poison" else v for v in out], dtype=np.float32)
+    array.view(np.uint32)[[v == "poison" for v in out]] = POISON_BITS[4]
+    result = compare("C", array, np.array([1.0, 2.0, 3.0]), check, "float32")
     assert result.ok == ok
     assert result.message.startswith(message)
 

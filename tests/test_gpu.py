@@ -1,6 +1,7 @@
 """On the GPU (pytest -m gpu, run on the GPU machine): every variant against the float64
 reference at divisible and non-divisible sizes, faulty kernels caught, one ncu process."""
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -12,7 +13,7 @@ import yaml
 from conftest import ROOT, measure_study
 from ncuflow.config import load_study
 from ncuflow.derive import config_metrics
-from ncuflow.profile import profile_stage
+from ncuflow.profile import NcuSettings, profile_stage
 from ncuflow.spec import load_family
 
 pytestmark = pytest.mark.gpu
@@ -126,13 +127,15 @@ def test_one_ncu_process_profiles_every_ok_configuration(tmp_path: Path, kernels
                          "variants": {"naive": {"params": {"BLOCK_X": [16, 32]}}}}}  # fmt: skip
     found = _measure(tmp_path, kernels, experiments)["naive"]
     plan, measure = tmp_path / "p.naive.plan.json", tmp_path / "p.naive.measure.json"
-    csv_path, report = tmp_path / "raw.csv", tmp_path / "profile.ncu-rep"
+    csv_path = tmp_path / "raw.csv"
     long_path = tmp_path / "ncu_long.parquet"
     study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
     ncu = study.config["ncu"]
-    profile_stage(plan, measure, long_path, csv_path, report, ncu["path"], ncu["sections"],
-                  ncu["clock_control"], [], lambda line: None)  # fmt: skip
-    assert report.stat().st_size > 0 and csv_path.stat().st_size > 0
+    settings = NcuSettings(ncu["path"], tuple(ncu["sections"]), ncu["clock_control"], (), 2)
+    profile_stage(plan, measure, long_path, csv_path, settings, lambda line: None)
+    chunks = sorted((tmp_path / "profile_chunks").glob("chunk_*.ncu-rep"))
+    assert len(chunks) == 2 and csv_path.stat().st_size > 0  # 4 configurations, 2 per ncu
+    assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
     metrics = config_metrics(pd.read_parquet(long_path))
     assert sorted(metrics["config_id"]) == sorted(found)
     for row in metrics.itertuples():

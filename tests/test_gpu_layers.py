@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, measure_study
 from ncuflow.config import load_study
 from ncuflow.derive import config_metrics
-from ncuflow.profile import profile_stage
+from ncuflow.profile import NcuSettings, profile_stage
 
 pytestmark = pytest.mark.gpu
 
@@ -67,9 +67,9 @@ def test_the_launches_of_a_configuration_are_profiled_together(tmp_path: Path) -
     study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
     ncu = study.config["ncu"]
     long_path = tmp_path / "ncu_long.parquet"
+    settings = NcuSettings(ncu["path"], tuple(ncu["sections"]), ncu["clock_control"])
     profile_stage(tmp_path / "g.gather.plan.json", tmp_path / "g.gather.measure.json", long_path,
-                  tmp_path / "raw.csv", tmp_path / "profile.ncu-rep", ncu["path"],
-                  ncu["sections"], ncu["clock_control"], [], lambda line: None)  # fmt: skip
+                  tmp_path / "raw.csv", settings, lambda line: None)  # fmt: skip
     metrics = config_metrics(pd.read_parquet(long_path))
     assert sorted(metrics["config_id"]) == sorted(found)
     assert (metrics["ncu_kernels"] == 2).all()

@@ -2,6 +2,7 @@
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,9 @@ from conftest import minimal_config
 from ncuflow import records
 from ncuflow.config import load_study
 from ncuflow.errors import NcuflowError
-from ncuflow.harness import measure_stage
+from ncuflow.harness import measure_stage, time_limit
 from ncuflow.timing import timing_stats
-from ncuflow.vocab import LAUNCH_ERROR
+from ncuflow.vocab import LAUNCH_ERROR, TIMEOUT
 
 
 def test_timing_stats() -> None:
@@ -49,6 +50,9 @@ for row in plan["configs"]:
     records.append(__import__("pathlib").Path(path), {{"event": "start", "config_id": cid}})
     if cid == os.environ.get("CRASH_ON"):
         os.abort()
+    if cid == os.environ.get("HANG_ON"):
+        import time
+        time.sleep(3600)
     record = {{"status": "ok", "error": "", "time_ms": 1.0, "rel_error": 0.0,
                "fingerprint": records.fingerprint(plan, row)}}
     records.append(__import__("pathlib").Path(path),
@@ -118,3 +122,32 @@ def test_a_worker_that_cannot_start_is_one_clear_error(tmp_path: Path) -> None:
     broken = [sys.executable, "-c", "import sys; sys.exit('CuPy is not installed')"]
     with pytest.raises(NcuflowError, match="failed before any kernel ran:\nCuPy is not installed"):
         measure_stage(_plan(tmp_path), tmp_path / "m.json", lambda line: None, worker=broken)
+
+
+def test_a_configuration_that_hangs_is_killed_and_the_sweep_goes_on(
+    tmp_path: Path, fake_worker: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = minimal_config()
+    config["timing"] = {"timeout_s": 1.5}
+    plan = tmp_path / "plan.json"
+    plan.write_text(load_study(config).plan_json("sq", "naive"))
+    ids = [c["config_id"] for c in json.loads(plan.read_text())["configs"]]
+    monkeypatch.setenv("HANG_ON", ids[2])
+    logged: list[str] = []
+    started = time.monotonic()
+    measure_stage(plan, tmp_path / "measure.json", logged.append, worker=fake_worker)
+    assert time.monotonic() - started < 30
+    result = json.loads((tmp_path / "measure.json").read_text())
+    assert [r["status"] for r in result.values()] == ["ok", "ok", TIMEOUT, "ok"]
+    assert result[ids[2]]["error"].startswith("no result after 2 s (its time limit")
+    assert f"{ids[2]}: timeout after 2 s" in logged
+
+
+def test_the_time_limit_grows_with_the_work_of_a_configuration() -> None:
+    timing = {"budget_s": 2.0, "warmup": 3, "timeout_floor_s": 60}
+    small = time_limit(timing, {"flops": 2 * 64**3, "min_bytes": 3 * 64 * 64 * 4})
+    large = time_limit(timing, {"flops": 2 * 16384**3, "min_bytes": 3 * 16384**2 * 4})
+    assert small == pytest.approx(64.0, abs=0.01) and large == pytest.approx(
+        64 + 50 * 8.796, rel=1e-3
+    )
+    assert time_limit({**timing, "timeout_s": 5}, {"flops": 1, "min_bytes": 1}) == 5.0

@@ -1,16 +1,25 @@
+import json
 import os
 import stat
+import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from conftest import ROOT
+from ncuflow import profile
 from ncuflow.errors import NcuflowError
 from ncuflow.metrics import required_metrics
+from ncuflow.ncu_rep import write_long
 from ncuflow.profile import (
     PERMISSION_HELP,
+    NcuSettings,
+    ProfileFailed,
     available_metrics,
     find_ncu,
     ncu_command,
+    profile_stage,
     run_ncu,
 )
 
@@ -64,7 +73,7 @@ def test_counter_permission_error_explains_the_fix(tmp_path: Path) -> None:
 def test_ncu_failure_shows_ncu_errors(tmp_path: Path) -> None:
     ncu = _fake_ncu(tmp_path, "==ERROR== Failed to find metric sm__nope", 1)
     logged: list[str] = []
-    with pytest.raises(NcuflowError, match=r"exit code 1\):\n==ERROR== Failed to find metric"):
+    with pytest.raises(ProfileFailed, match=r"exit code 1\): ==ERROR== Failed to find metric"):
         run_ncu([ncu], logged.append)
     assert logged == ["==ERROR== Failed to find metric sm__nope"]
 
@@ -89,3 +98,61 @@ def test_metrics_this_gpu_lacks_are_not_asked_for(tmp_path: Path) -> None:
     assert kept == ["dram__bytes.sum", "sm__cycles_elapsed.avg.per_second",
                     "launch__waves_per_multiprocessor"]  # fmt: skip
     assert "sm__ops_path_tensor_src_fp8.sum" in logged[0]
+
+
+def test_an_ncu_that_hangs_is_killed_at_its_limit(tmp_path: Path) -> None:
+    path = tmp_path / "ncu"
+    path.write_text("#!/bin/sh\nsleep 60 &\nwait\n")  # a child too: the whole group goes
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    started = time.monotonic()
+    with pytest.raises(ProfileFailed, match="ncu did not finish within 1 s"):
+        run_ncu([str(path)], lambda line: None, timeout_s=1.0)
+    assert time.monotonic() - started < 10
+
+
+def _chunked(tmp_path: Path, fail: set[int], calls: list[list[str]], monkeypatch) -> Path:
+    """The profile stage over the ladder capture's naive variant, with ncu replaced by a
+    stand-in that serves each chunk the capture's values (or fails on chunks ``fail``)."""
+    capture = ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder" / "naive"
+    measured = json.loads((capture / "measure.json").read_text())
+    long = pd.read_parquet(capture / "ncu_long.parquet")
+    plan = {"experiment": "matmul_ladder", "family": "matmul", "variant": "naive",
+            "kernels_dir": str(ROOT / "kernels"), "timing": {"budget_s": 2, "warmup": 3},
+            "configs": [{"config_id": c, "status": "pending", "flops": 1, "min_bytes": 1}
+                        for c in measured]}  # fmt: skip
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "measure.json").write_text(json.dumps(measured))
+
+    def fake_chunk(ncu, plan_path, measure, base, chunk, *args):
+        calls.append(list(chunk))
+        if len(calls) - 1 in fail:
+            return {c: "ncu failed (exit code 9): ==ERROR== stand-in" for c in chunk}
+        write_long(long[long["config_id"].isin(chunk)], base.with_suffix(".parquet"))
+        base.with_suffix(".csv").write_text("ID,metric\n" + "".join(f"{c},1\n" for c in chunk))
+        return {}
+
+    monkeypatch.setattr(profile, "_profile_chunk", fake_chunk)
+    monkeypatch.setattr(profile, "find_ncu", lambda path: path)
+    monkeypatch.setattr(profile, "available_metrics", lambda ncu, wanted, log: wanted)
+    out = tmp_path / "ncu_long.parquet"
+    profile_stage(tmp_path / "plan.json", tmp_path / "measure.json", out, tmp_path / "raw.csv",
+                  NcuSettings(chunk_size=3), lambda line: None)  # fmt: skip
+    return out
+
+
+def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[str]] = []
+    out = _chunked(tmp_path, {1}, calls, monkeypatch)  # 4 configurations: chunks of 3 and 1
+    assert [len(c) for c in calls] == [3, 1]
+    errors = json.loads((tmp_path / "profile_errors.json").read_text())
+    assert list(errors) == calls[1] and "stand-in" in errors[calls[1][0]]
+    assert set(pd.read_parquet(out)["config_id"]) == set(calls[0])
+    assert (tmp_path / "raw.csv").read_text().count("ID,metric") == 1
+    # an earlier run's chunks are kept: only the failed one is profiled again
+    again: list[list[str]] = []
+    out = _chunked(tmp_path, set(), again, monkeypatch)
+    assert again == [calls[1]]
+    assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
+    assert set(pd.read_parquet(out)["config_id"]) == set(calls[0] + calls[1])

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import __version__
@@ -49,20 +50,11 @@ def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
             json.loads(args.plan.read_text()), args.measure, args.capture, args.long, log
         )
     else:
-        from .profile import profile_stage
+        from .profile import NcuSettings, profile_stage
 
-        profile_stage(
-            args.plan,
-            args.measure,
-            args.long,
-            args.csv,
-            args.report,
-            args.ncu,
-            args.sections,
-            args.clock_control,
-            args.metrics,
-            log,
-        )
+        settings = NcuSettings(args.ncu, tuple(args.sections), args.clock_control,
+                               tuple(args.metrics), args.chunk_size)  # fmt: skip
+        profile_stage(args.plan, args.measure, args.long, args.csv, settings, log)
 
 
 def _derive(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -190,12 +182,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--plan", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     mode_args(p)
-    p = stage("profile", _profile, "profile a plan's configurations in one ncu process")
+    p = stage("profile", _profile, "profile a plan's configurations, a chunk per ncu process")
     p.add_argument("--plan", type=Path, required=True)
     p.add_argument("--measure", type=Path, required=True)
     p.add_argument("--long", type=Path, required=True, help="exact values, Parquet")
     p.add_argument("--csv", type=Path, help="ncu's raw CSV export (gpu)")
-    p.add_argument("--report", type=Path, help=".ncu-rep to write (gpu)")
+    p.add_argument("--chunk-size", type=int, default=16, help="configurations per ncu process")
     p.add_argument("--sections", nargs="*", default=[])
     p.add_argument("--clock-control", default="none")
     p.add_argument("--metrics", nargs="*", default=[])
@@ -240,6 +232,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--configfile", type=Path, default=Path("config.yaml"))
     p.add_argument("--results", type=Path, default=Path("results"))
     return parser
+
+
+def _flat(args: Iterable[object]) -> list[str]:
+    out: list[str] = []
+    for arg in args:
+        out += _flat(arg) if isinstance(arg, list | tuple) else [str(arg)]
+    return out
+
+
+def stage(name: str, *args: object, log: str | Path) -> None:
+    """Run one stage in a process of its own, its arguments a list that no shell ever
+    parses (a value from a config is an argument, whatever characters it holds); the
+    stage's stderr is appended to its log. A failure raises with the stage's own message."""
+    command = [sys.executable, "-m", "ncuflow", name, *_flat(args), "--log", str(log)]
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(command, capture_output=True, text=True)
+    with open(log, "a") as handle:
+        handle.write(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        raise NcuflowError(
+            (lines[-1].removeprefix("ncuflow: ") if lines else f"{name} failed")
+            + f" (exit code {proc.returncode}; the stage's log: {log})"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from .errors import NcuflowError
 from .expr import ExprError
 from .metrics import COLUMNS
 from .spec import Family, Variant, load_family
-from .vocab import OK, PENDING, SKIPPED, plan_variant
+from .vocab import OK, PENDING, PROFILE_ERROR, PROFILE_ERRORS, SKIPPED, TIMED, plan_variant
 
 # The columns every table starts with, in this order; the dimensions and tunables of the
 # family follow the first five, and per-kernel details follow these.
@@ -64,6 +64,8 @@ def variant_rows(
     family, variant = plan_variant(plan)
     measured = json.loads(Path(measure_path).read_text())
     metrics = pd.read_parquet(metrics_path).set_index("config_id")
+    errors_path = Path(metrics_path).with_name(PROFILE_ERRORS)
+    profile_errors = json.loads(errors_path.read_text()) if errors_path.is_file() else {}
     rows = []
     for config in plan["configs"]:
         cid = config["config_id"]
@@ -101,14 +103,16 @@ def variant_rows(
             }
             row.update(record)
             row.update({f"step_{k}_ms": v for k, v in measured[cid].get("step_ms", {}).items()})
-            if row["status"] == OK:
+            if row["status"] in TIMED:
                 row["gflops"] = row["flops"] / row["time_ms"] / 1e6
                 row["gbps"] = row["min_bytes"] / row["time_ms"] / 1e6
                 if cid in metrics.index:
                     row.update(metrics.loc[cid].to_dict())
                     row.update(derived_columns(row, variant.compute, ceilings))
                     row["bound"], row["bound_level"], row["bound_reason"] = classify(row, ceilings)
-                elif variant.profiled:
+                elif cid in profile_errors:
+                    row["status"], row["error"] = PROFILE_ERROR, profile_errors[cid]
+                elif variant.profiled and row["status"] == OK:
                     row["error"] = "ncu recorded no kernel inside this configuration's NVTX range"
                 else:
                     row["bound_reason"] = _not_profiled(variant)
@@ -178,3 +182,18 @@ def collect(
     table.to_parquet(out, index=False)
     table.to_csv(out.with_suffix(".csv"), index=False)
     return table
+
+
+STATUSES = ["ok", "skipped", "wrong_result", "compile_error", "launch_error", "timeout",
+            "profile_error"]  # fmt: skip
+
+
+def status_line(table_path: Path) -> str:
+    """One line for the end of a run: an experiment's configurations by status, and where
+    the reasons are."""
+    table = pd.read_parquet(table_path, columns=["experiment", "status"])
+    counts = table["status"].value_counts()
+    shown = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)
+    failed = len(table) - counts.get("ok", 0) - counts.get("skipped", 0)
+    where = f"; why: the error column of {table_path.with_suffix('.csv')}" if failed else ""
+    return f"ncuflow: {table['experiment'].iloc[0]}: {shown}{where}"

@@ -15,6 +15,7 @@ from typing import Any
 from .errors import ConfigError, NcuflowError
 from .expand import PENDING, DeviceLimits, expand_variant, size_grid
 from .spec import STANDARD_FIGURES, Family, SpecError, available_families, load_family, scalar_value
+from .strict import check_grid, check_sections, no_floats
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
@@ -51,6 +52,8 @@ def _schema_error(err: Any) -> ConfigError:
         extra = next(k for k in err.instance if k not in allowed)
         path.append(extra)
         message = f"unknown key {extra!r}; valid: {', '.join(allowed)}"
+    elif err.validator == "pattern":
+        message = f"{err.instance!r} holds characters that are not allowed"
     elif err.validator == "type":
         kind = type(err.instance).__name__
         message = f"{err.instance!r} is a {kind}, not {err.validator_value}"
@@ -232,7 +235,10 @@ def _scalars(family: Family, given: Mapping[str, Any], where: str) -> dict[str, 
 
 def load_study(config: dict[str, Any], root: Path | str = ".") -> Study:
     """Validate the config (filling its defaults) and expand every experiment."""
+    no_floats(config)
     validate_schema(config)
+    check_sections(config["ncu"]["sections"], config["ncu"]["path"])
+    check_grid(config)
     kernels_dir = Path(config["kernels_dir"])
     if not (Path(root) / kernels_dir).is_dir():
         raise ConfigError("kernels_dir", f"{kernels_dir} is not a folder")

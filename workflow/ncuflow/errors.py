@@ -9,5 +9,5 @@ class ConfigError(NcuflowError):
     """A config value is wrong; the message starts with its path in the config."""
 
     def __init__(self, path: str, message: str) -> None:
-        self.path = path
+        self.path, self.problem = path, message
         super().__init__(f"config error at {path}: {message}")

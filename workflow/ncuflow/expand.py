@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .expr import Expr, ExprError
-from .spec import DTYPE_BYTES, Family, Launch, Tensor, Variant
+from .spec import DTYPE_BYTES, Family, Launch, SpecError, Tensor, Variant, condition
 from .vocab import PENDING, SKIPPED
 
 
@@ -86,7 +86,10 @@ def size_grid(sizes: Any, dims: Sequence[str], where: str) -> list[dict[str, int
     for combo in itertools.product(*(_as_list(sizes[d]) for d in free)):
         env = dict(zip(free, combo, strict=True))
         for dim in order:
-            value = tied[dim](env)
+            try:
+                value = tied[dim](env)
+            except ExprError as exc:
+                raise ConfigError(f"{where}.{dim}", str(exc)) from None
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -214,9 +217,9 @@ def expand_variant(
     known = set(family.dims) | set(variant.params) | {"in_bytes", "out_bytes"}
     for i, text in enumerate(extra_restrictions):
         try:
-            expr = Expr(text)
-        except ExprError as exc:
-            raise ConfigError(f"{where}.restrictions[{i}]", str(exc)) from None
+            expr = condition(f"{where}.restrictions[{i}]", text)
+        except SpecError as exc:
+            raise ConfigError(f"{where}.restrictions[{i}]", str(exc).split(": ", 1)[1]) from None
         if expr.names - known:
             raise ConfigError(
                 f"{where}.restrictions[{i}]",
@@ -249,11 +252,15 @@ def expand_variant(
             except ExprError as exc:
                 reason = str(exc)
             outputs = family.outputs.values()
-            min_bytes = (
-                family.min_bytes(env)
-                if family.min_bytes is not None
-                else tensor_bytes(family.tensors.values(), dims, in_dtype, out_dtype)
-            )
+            try:
+                flops = int(family.flops(env))
+                min_bytes = (
+                    family.min_bytes(env)
+                    if family.min_bytes is not None
+                    else tensor_bytes(family.tensors.values(), dims, in_dtype, out_dtype)
+                )
+            except ExprError as exc:
+                raise ConfigError(f"{where}", f"at sizes {dims}: {exc}") from None
             rows.append(
                 {
                     "experiment": experiment,
@@ -266,7 +273,7 @@ def expand_variant(
                     "params": params,
                     "status": SKIPPED if reason else PENDING,
                     "error": reason,
-                    "flops": int(family.flops(env)),
+                    "flops": flops,
                     "min_bytes": int(min_bytes),
                     "output_bytes": tensor_bytes(outputs, dims, in_dtype, out_dtype),
                     **({} if reason else {k: int(e(env)) for k, e in models.items()}),

@@ -64,8 +64,35 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
     ast.NotEq: operator.ne,
 }
 # 2**64 is the largest power any tile or size formula needs; a bigger exponent is a mistake
-# (or an attempt to make the evaluator allocate a huge integer).
+# (or an attempt to make the evaluator allocate a huge integer). Every intermediate value
+# is bounded too, so no expression runs long or grows without bound, and so is its nesting
+# and its length.
 _MAX_EXPONENT = 64
+_MAX_MAGNITUDE = 2**64
+_MAX_DEPTH = 32
+_MAX_LENGTH = 1000
+# What a restriction may be: a condition, never a number or a tuple that is always true.
+_CONDITIONS = (ast.Compare, ast.BoolOp)
+
+
+def _depth(node: ast.AST) -> int:
+    """How deeply a parsed expression nests (iteratively: no recursion limit to hit)."""
+    deepest, pending = 0, [(node, 1)]
+    while pending:
+        current, depth = pending.pop()
+        deepest = max(deepest, depth)
+        pending += [(child, depth + 1) for child in ast.iter_child_nodes(current)]
+    return deepest
+
+
+def _bounded(value: Any) -> Any:
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and abs(value) > _MAX_MAGNITUDE
+    ):
+        raise ValueError(f"a value exceeds 2**64 ({value:.3g})")
+    return value
 
 
 class Expr:
@@ -73,12 +100,29 @@ class Expr:
 
     def __init__(self, text: str | int | float) -> None:
         self.text = str(text).strip()
+        shown = self.text if len(self.text) <= 80 else self.text[:77] + "..."
+        if len(self.text) > _MAX_LENGTH:
+            raise ExprError(f"expression {shown!r} is longer than {_MAX_LENGTH} characters")
         try:
             tree = ast.parse(self.text, mode="eval")
         except SyntaxError as exc:
-            raise ExprError(f"cannot parse expression {self.text!r}: {exc.msg}") from None
+            raise ExprError(f"cannot parse expression {shown!r}: {exc.msg}") from None
+        except (RecursionError, MemoryError):
+            raise ExprError(f"expression {shown!r} is nested too deeply") from None
         self._root = tree.body
+        if _depth(self._root) > _MAX_DEPTH:
+            raise ExprError(f"expression {shown!r} is nested deeper than {_MAX_DEPTH} levels")
         self.names: frozenset[str] = frozenset(self._check(self._root))
+
+    @property
+    def is_condition(self) -> bool:
+        """A comparison, ``and``/``or``/``not`` of conditions, or True/False."""
+        root = self._root
+        if isinstance(root, ast.UnaryOp) and isinstance(root.op, ast.Not):
+            return True
+        if isinstance(root, ast.Constant):
+            return isinstance(root.value, bool)
+        return isinstance(root, _CONDITIONS)
 
     def __repr__(self) -> str:
         return f"Expr({self.text!r})"
@@ -142,7 +186,13 @@ class Expr:
             left, right = self._eval(node.left, env), self._eval(node.right, env)
             if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
                 raise ValueError(f"exponent {right} is larger than {_MAX_EXPONENT}")
-            return _BINARY[type(node.op)](left, right)
+            if (
+                isinstance(node.op, ast.Pow)
+                and abs(left) > 1
+                and abs(right) * math.log2(abs(left)) > 65
+            ):
+                raise ValueError(f"{left} ** {right} exceeds 2**64")
+            return _bounded(_BINARY[type(node.op)](left, right))
         if isinstance(node, ast.UnaryOp):
             return _UNARY[type(node.op)](self._eval(node.operand, env))
         if isinstance(node, ast.BoolOp):

@@ -16,8 +16,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -37,6 +39,7 @@ from .vocab import (
     OK,
     PENDING,
     SKIPPED,
+    TIMEOUT,
     WRONG_RESULT,
     nvtx_name,
     plan_variant,
@@ -62,6 +65,10 @@ def _cupy() -> Any:
 def _array_module(variant: Variant) -> Any:
     """CuPy for a variant that runs on the GPU, NumPy for a host one (no CUDA needed)."""
     return np if variant.runs_on == "cpu" else _cupy()
+
+
+class LaunchRefused(NcuflowError):
+    """The device refused a configuration's launch settings before any launch."""
 
 
 @dataclass
@@ -160,7 +167,13 @@ def build_launcher(
         kernel = module.get_function(launch.kernel)
         dynamic_smem = int(geometry["dynamic_smem"])
         if dynamic_smem > 48 * 1024:
-            kernel.max_dynamic_shared_size_bytes = dynamic_smem
+            try:
+                kernel.max_dynamic_shared_size_bytes = dynamic_smem
+            except _cuda_errors() as exc:  # the device's limit is lower than the declared one
+                raise LaunchRefused(
+                    f"{launch.name}: the device refuses {dynamic_smem} B of dynamic shared "
+                    f"memory ({exc}); lower device_limits.max_smem_per_block_optin to its limit"
+                ) from None
         grid, block = tuple(geometry["grid"]), tuple(geometry["block"])
         steps.append(
             (launch.name, functools.partial(kernel, grid, block, args, shared_mem=dynamic_smem))
@@ -291,6 +304,8 @@ def measure_config(
     record: dict[str, Any] = {"status": OK, "error": "", "rel_error": None, "repeats": 0}
     try:
         launcher = build_launcher(family, variant, row, problem)
+    except LaunchRefused as exc:
+        return {**record, "status": LAUNCH_ERROR, "error": str(exc)}
     except build_errors as exc:  # a kernel name missing from the cubin too
         return {**record, "status": COMPILE_ERROR, "error": _compile_message(exc, variant)}
     record.update(launcher.attributes)
@@ -302,8 +317,8 @@ def measure_config(
         return {**record, "status": LAUNCH_ERROR, "error": f"checked launch failed: {exc}"}
     outcome = problem.check()
     record.update(rel_error=outcome.rel_error, max_abs_error=outcome.max_abs_error)
-    if not outcome.ok:
-        return {**record, "status": WRONG_RESULT, "error": outcome.message}
+    if not outcome.ok:  # timed and profiled all the same, but never "best"
+        record.update(status=WRONG_RESULT, error=outcome.message)
     try:
         timed = time_config(launcher, TimingPolicy.from_config(timing), flush)
     except run_errors as exc:
@@ -392,6 +407,49 @@ def _crash_record(plan: dict[str, Any], row: dict[str, Any], code: int, tail: st
 
 
 MEASURE_WORKER = (sys.executable, "-m", "ncuflow.harness", "measure-worker")
+# How fast the slowest configuration worth waiting for is assumed to be, for the time
+# limit a configuration gets when timing.timeout_s is null.
+SLOWEST_FLOP_PER_S, SLOWEST_BYTES_PER_S, WATCH_S = 1e12, 1e11, 0.25
+
+
+def time_limit(timing: dict[str, Any], row: dict[str, Any]) -> float:
+    """Seconds a configuration may take (compile, check, time): timing.timeout_s, or the
+    floor plus twice the timing budget plus ten times its warm-up, checked and first timed
+    launches at 1 TFLOP/s or 100 GB/s, whichever is slower."""
+    if timing.get("timeout_s"):
+        return float(timing["timeout_s"])
+    return (
+        float(timing.get("timeout_floor_s", 60))
+        + 2 * float(timing["budget_s"])
+        + (10 * (int(timing["warmup"]) + 2) * slowest_launch_s(row))
+    )
+
+
+def slowest_launch_s(row: dict[str, Any]) -> float:
+    """A launch of the configuration at 1 TFLOP/s or 100 GB/s, whichever takes longer."""
+    return max(row["flops"] / SLOWEST_FLOP_PER_S, row["min_bytes"] / SLOWEST_BYTES_PER_S)
+
+
+def watch(command: Sequence[str], partial: Path, limits: dict[str, float]) -> tuple[int, str, str]:
+    """Run one worker and kill it (its whole process group) when the configuration it is
+    on outlives its limit. (exit code, the tail of its stderr, the configuration killed
+    for its time or '')."""
+    with tempfile.TemporaryFile("w+") as stderr:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr,
+                                start_new_session=True)  # fmt: skip
+        current, since, killed = None, time.monotonic(), ""
+        while proc.poll() is None:
+            time.sleep(WATCH_S)
+            now, running = time.monotonic(), records.running(partial)
+            if running != current:
+                current, since = running, now
+            elif current is not None and now - since > limits[current]:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                killed = current
+        stderr.seek(0)
+        tail = "\n".join(stderr.read().strip().splitlines()[-15:])
+    return proc.returncode, tail, killed
 
 
 def measure_stage(
@@ -415,18 +473,26 @@ def measure_stage(
         partial.unlink()
     elif done:
         log(f"resuming: {len(done)} of {len(pending)} configurations measured by an earlier run")
-    command = [*worker, str(plan_path)]
+    command = [*worker, str(plan_path), str(partial)]
+    limits = {c: time_limit(plan["timing"], row) for c, row in pending.items()}
     while not pending.keys() <= (done := records.read(partial)[0]).keys():
-        proc = subprocess.run([*command, str(partial)], capture_output=True, text=True)
+        returncode, tail, killed = watch(command, partial, limits)
         after, crashed = records.read(partial)
-        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-        if proc.returncode in (0, EXIT_CONTEXT_LOST):
+        if killed:
+            entry = {"status": TIMEOUT, "rel_error": None, "repeats": 0,
+                     "fingerprint": records.fingerprint(plan, pending[killed]),
+                     "error": f"no result after {limits[killed]:.0f} s (its time limit, "
+                              "timing.timeout_s): killed with its worker; a fresh worker "
+                              "went on with the rest"}  # fmt: skip
+            records.append(partial, {"event": "done", "config_id": killed, "record": entry})
+            log(f"{killed}: timeout after {limits[killed]:.0f} s")
+        elif returncode in (0, EXIT_CONTEXT_LOST):
             if len(after) == len(done):
                 raise NcuflowError(f"the measuring worker made no progress:\n{tail}")
         elif crashed:
             # the configuration it was running took the process down: record it and go on
             culprit = pending[crashed[-1]]
-            entry = _crash_record(plan, culprit, proc.returncode, tail)
+            entry = _crash_record(plan, culprit, returncode, tail)
             records.append(partial, {"event": "done", "config_id": crashed[-1], "record": entry})
         else:
             raise NcuflowError(f"the measuring worker failed before any kernel ran:\n{tail}")
@@ -434,7 +500,7 @@ def measure_stage(
         rec = done[config_id]
         shown = f"{rec['time_ms']:.4f} ms" if rec["status"] == OK else rec["error"][:300]
         log(f"{config_id}: {rec['status']} {shown}")
-    out_path.write_text(json.dumps({c: done[c] for c in pending}, indent=1))
+    records.atomic_write(out_path, json.dumps({c: done[c] for c in pending}, indent=1))
     partial.unlink()
 
 

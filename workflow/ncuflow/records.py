@@ -33,11 +33,40 @@ def fingerprint(plan: dict[str, Any], row: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def atomic_write(path: Path, text: str) -> None:
+    """Write a file so that no reader ever sees it half-written: a temporary file beside
+    it, flushed to disk, then renamed over it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
 def append(path: Path, entry: dict[str, Any]) -> None:
     with open(path, "a") as handle:
         handle.write(json.dumps(entry, sort_keys=True) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def running(path: Path) -> str | None:
+    """The configuration a worker is on now: the last event of the file is its start (read
+    from the file's end, so polling a long file stays cheap)."""
+    if not path.exists():
+        return None
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, handle.tell() - 4096))
+        lines = handle.read().decode(errors="replace").splitlines()
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        return entry["config_id"] if entry.get("event") == "start" else None
+    return None
 
 
 def read(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:

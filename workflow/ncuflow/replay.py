@@ -21,7 +21,8 @@ import pandas as pd
 
 from .errors import NcuflowError
 from .ncu_rep import LONG_COLUMNS, write_long
-from .vocab import PENDING, plan_variant, profiled_ids
+from .records import atomic_write
+from .vocab import PENDING, PROFILE_ERRORS, plan_variant, profiled_ids
 
 CAPTURES = Path("resources") / "captures"
 MEASURE, NCU_LONG, DEVICE, INFO = "measure.json", "ncu_long.parquet", "device.json", "capture.json"
@@ -70,7 +71,9 @@ def replay_measure(
 def replay_profile(
     plan: dict[str, Any], measure: Path, folder: Path, out: Path, log: Callable[[str], None]
 ) -> None:
-    """Copy the capture's exact ncu values of the configurations that measured ok."""
+    """Copy the capture's exact ncu values of the configurations that measured ok (a
+    capture holds only profiles ncu took: no configuration has a profile error)."""
+    atomic_write(out.with_name(PROFILE_ERRORS), "{}")
     ok = set(profiled_ids(plan_variant(plan)[1], json.loads(measure.read_text())))
     source = folder / plan["experiment"] / plan["variant"] / NCU_LONG
     if not ok:

@@ -28,9 +28,10 @@ from typing import Any
 
 import yaml
 
-from .errors import NcuflowError
+from .errors import ConfigError, NcuflowError
 from .expr import Expr, ExprError
 from .metrics import DEFAULT_COMPUTE, PRECISIONS
+from .strict import duplicate_keys
 
 # Element sizes of every dtype a tensor or scalar may have.
 DTYPE_BYTES = {
@@ -61,7 +62,7 @@ BUILTIN_NAMES = ("in_bytes", "out_bytes")
 
 _FRONT_MATTER = re.compile(r"/\*---\s*\n(.*?)\n---\*/", re.DOTALL)
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _VARIANT_KEYS = {
     "kernel", "idea", "params", "restrictions", "block", "grid", "static_smem",
     "dynamic_smem", "smem_optin", "dtype", "out_dtype", "accepts", "library", "baseline",
@@ -92,6 +93,19 @@ def _expr(where: str, value: Any) -> Expr:
         return Expr(value)
     except ExprError as exc:
         raise SpecError(f"{where}: {exc}") from None
+
+
+def condition(where: str, value: Any) -> Expr:
+    """A restriction: one condition (a comparison, and/or/not), never a bare number or a
+    tuple, which would always hold."""
+    expr = _expr(where, value)
+    if not expr.is_condition:
+        hint = " (a comma makes a tuple: join conditions with 'and')" if "," in expr.text else ""
+        raise SpecError(
+            f"{where}: {expr.text!r} is not a condition{hint}; expected a comparison such as "
+            "'TILE >= 8', or conditions joined by and, or, not"
+        )
+    return expr
 
 
 def _expr_list(where: str, value: Any) -> tuple[Expr, ...]:
@@ -456,6 +470,10 @@ def local_includes(path: Path) -> list[Path]:
 
 def _read_yaml(path: Path, text: str) -> dict[str, Any]:
     try:
+        duplicate_keys(text, str(path))
+    except ConfigError as exc:
+        raise SpecError(f"{path}: {exc.path}: {exc.problem}") from None
+    try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: invalid YAML: {exc}") from None
@@ -648,7 +666,7 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
         params=dict(params),
         launches=launches,
         restrictions=tuple(
-            _expr(f"{path}: restrictions", r) for r in data.get("restrictions") or ()
+            condition(f"{path}: restrictions", r) for r in data.get("restrictions") or ()
         ),
         smem_optin=bool(data.get("smem_optin", False)),
         dtype=own_dtype,
@@ -791,6 +809,14 @@ def load_family(kernels_dir: Path, name: str) -> Family:
             if vpath.stem in variants:
                 raise SpecError(f"{folder}: two files declare variant {vpath.stem!r}")
             variants[vpath.stem] = _load_variant(vpath, name, view)
+    root = folder.resolve().parent
+    for variant in variants.values():
+        outside = [p for p in local_includes(variant.path) if not p.is_relative_to(root)]
+        if outside:
+            raise SpecError(
+                f"{variant.path}: includes {outside[0]}, outside the kernels folder {root}; "
+                "kernel sources are read only from inside it"
+            )
     checks = _checks(path, data, tensors)
     for variant in variants.values():
         for out, check in checks.items():
@@ -812,7 +838,9 @@ def load_family(kernels_dir: Path, name: str) -> Family:
     size_axis = str(data.get("size_axis", dims[0]))
     if size_axis not in dims:
         raise SpecError(f"{path}: size_axis {size_axis!r} is not one of {', '.join(dims)}")
-    restrictions = tuple(_expr(f"{path}: restrictions", r) for r in data.get("restrictions") or ())
+    restrictions = tuple(
+        condition(f"{path}: restrictions", r) for r in data.get("restrictions") or ()
+    )
     for restriction in restrictions:
         if restriction.names - set(dims):
             raise SpecError(

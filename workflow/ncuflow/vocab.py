@@ -18,6 +18,11 @@ OK, COMPILE_ERROR, LAUNCH_ERROR, WRONG_RESULT = (
     "launch_error",
     "wrong_result",
 )
+# A configuration that outlived its time limit (killed with its worker), and one whose
+# profile ncu could not take (ncu's own message in its error).
+TIMEOUT, PROFILE_ERROR = "timeout", "profile_error"
+# Beside a variant's ncu_long.parquet: the configurations ncu could not profile, and why.
+PROFILE_ERRORS = "profile_errors.json"
 
 # The profile worker opens one NVTX range per configuration, named by this prefix and the
 # configuration's id; ncu keeps to those ranges and the names map kernels back.
@@ -39,8 +44,13 @@ def plan_variant(plan: dict[str, Any]) -> tuple[Family, Variant]:
     return family, family.variants[plan["variant"]]
 
 
+# Statuses of configurations that ran to the end: timed, and profiled where the variant is.
+TIMED = (OK, WRONG_RESULT)
+
+
 def profiled_ids(variant: Variant, measured: dict[str, dict[str, Any]]) -> list[str]:
-    """The configurations ncu profiles: those that measured ok, of a variant ncu profiles."""
+    """The configurations ncu profiles: those that ran to the end (a wrong result keeps its
+    time and metrics, to show how it went wrong), of a variant ncu profiles."""
     if not variant.profiled:
         return []
-    return [config_id for config_id, rec in measured.items() if rec["status"] == OK]
+    return [config_id for config_id, rec in measured.items() if rec["status"] in TIMED]

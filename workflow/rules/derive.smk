@@ -8,5 +8,5 @@ rule derive:
         "results/{experiment}/{variant}/metrics.parquet",
     log:
         "results/{experiment}/{variant}/logs/derive.log",
-    shell:
-        "{PY} -m ncuflow derive --long {input} --metrics {output} --log {log}"
+    run:
+        stage("derive", "--long", input[0], "--metrics", output[0], log=log[0])

@@ -11,8 +11,8 @@ rule ceilings:
         gpu=1,
     params:
         source=MODE_ARGS,
-    shell:
-        "{PY} -m ncuflow ceilings --out {output} {params.source} --log {log}"
+    run:
+        stage("ceilings", "--out", output[0], params.source, log=log[0])
 
 
 rule device_facts:
@@ -24,9 +24,16 @@ rule device_facts:
         "results/logs/device.log",
     params:
         source=MODE_ARGS,
-    shell:
-        "{PY} -m ncuflow device --out {output} --ceilings {input.ceilings} {params.source}"
-        " --log {log}"
+    run:
+        stage(
+            "device",
+            "--out",
+            output[0],
+            "--ceilings",
+            input.ceilings,
+            params.source,
+            log=log[0],
+        )
 
 
 rule device_table:
@@ -41,5 +48,5 @@ rule device_table:
         ),
     log:
         "results/logs/device_table.log",
-    shell:
-        "{PY} -m ncuflow device-table --device {input} --out {output} --log {log}"
+    run:
+        stage("device-table", "--device", input[0], "--out", output[0], log=log[0])

@@ -12,5 +12,13 @@ rule measure:
         gpu=1,
     params:
         source=MODE_ARGS,
-    shell:
-        "{PY} -m ncuflow measure --plan {input.plan} --out {output} {params.source} --log {log}"
+    run:
+        stage(
+            "measure",
+            "--plan",
+            input.plan,
+            "--out",
+            output[0],
+            params.source,
+            log=log[0],
+        )

@@ -6,7 +6,10 @@
 rule plan:
     output:
         "results/{experiment}/{variant}/plan.json",
+    log:
+        "results/{experiment}/{variant}/logs/plan.log",
     params:
         plan=lambda wc: STUDY.plan_json(wc.experiment, wc.variant),
     run:
         Path(output[0]).write_text(params.plan)
+        Path(log[0]).write_text(f"wrote {output[0]}\n")

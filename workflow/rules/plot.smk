@@ -23,10 +23,19 @@ rule plot:
         "results/{experiment}/logs/plot.log",
     params:
         kernels_dir=config["kernels_dir"],
-    shell:
-        "{PY} -m ncuflow plot --table {input.table} --device {input.device}"
-        " --kernels-dir {params.kernels_dir} --out-dir results/{wildcards.experiment}"
-        " --log {log}"
+    run:
+        stage(
+            "plot",
+            "--table",
+            input.table,
+            "--device",
+            input.device,
+            "--kernels-dir",
+            params.kernels_dir,
+            "--out-dir",
+            f"results/{wildcards.experiment}",
+            log=log[0],
+        )
 
 
 rule family_figure:
@@ -48,7 +57,18 @@ rule family_figure:
         figure="|".join(STUDY.family_figures()) or "(?!)",
     params:
         kernels_dir=config["kernels_dir"],
-    shell:
-        "{PY} -m ncuflow plot --table {input.table} --device {input.device}"
-        " --kernels-dir {params.kernels_dir} --figure {wildcards.figure}"
-        " --out-dir results/{wildcards.experiment} --log {log}"
+    run:
+        stage(
+            "plot",
+            "--table",
+            input.table,
+            "--device",
+            input.device,
+            "--kernels-dir",
+            params.kernels_dir,
+            "--figure",
+            wildcards.figure,
+            "--out-dir",
+            f"results/{wildcards.experiment}",
+            log=log[0],
+        )

@@ -1,5 +1,7 @@
-# Stage 3 (GPU): one ncu process profiles every configuration that measured ok; every
-# numeric value of its report goes, at full precision, into ncu_long.parquet.
+# Stage 3 (GPU): ncu profiles every configuration that ran to the end, ncu.chunk_size per
+# process (each chunk kept in profile_chunks/ as it completes, so an interrupted run
+# profiles again only what was missing); every numeric value of the reports goes, at full
+# precision, into ncu_long.parquet; what ncu could not profile, into profile_errors.json.
 
 
 rule profile:
@@ -8,27 +10,45 @@ rule profile:
         measure="results/{experiment}/{variant}/measure.json",
     output:
         **(
-            {
-                "report": "results/{experiment}/{variant}/profile.ncu-rep",
-                "csv": "results/{experiment}/{variant}/ncu_raw.csv",
-            }
+            {"csv": "results/{experiment}/{variant}/ncu_raw.csv"}
             if MODE == "gpu"
             else {}
         ),
         long="results/{experiment}/{variant}/ncu_long.parquet",
+        errors="results/{experiment}/{variant}/profile_errors.json",
     log:
         "results/{experiment}/{variant}/logs/profile.log",
     resources:
         gpu=1,
     params:
         source=MODE_ARGS,
-        report=lambda wc, output: (
-            f"--report {output.report} --csv {output.csv}" if MODE == "gpu" else ""
-        ),
-        sections=" ".join(config["ncu"]["sections"]),
-        metrics=" ".join(config["ncu"]["extra_metrics"]),
+        sections=config["ncu"]["sections"],
+        metrics=config["ncu"]["extra_metrics"],
         clock=config["ncu"]["clock_control"],
-    shell:
-        "{PY} -m ncuflow profile --plan {input.plan} --measure {input.measure}"
-        " --long {output.long} {params.report} {params.source} --clock-control {params.clock}"
-        " --sections {params.sections} --metrics {params.metrics} --log {log}"
+        chunk=config["ncu"]["chunk_size"],
+    run:
+        report = (
+            ["--report", output.report, "--csv", output.csv]
+            if MODE == "gpu"
+            else []
+        )
+        stage(
+            "profile",
+            "--plan",
+            input.plan,
+            "--measure",
+            input.measure,
+            "--long",
+            output.long,
+            report,
+            params.source,
+            "--clock-control",
+            params.clock,
+            "--chunk-size",
+            params.chunk,
+            "--sections",
+            params.sections,
+            "--metrics",
+            params.metrics,
+            log=log[0],
+        )

@@ -18,6 +18,16 @@ rule summary:
         "results/{experiment}/logs/summary.log",
     params:
         kernels_dir=config["kernels_dir"],
-    shell:
-        "{PY} -m ncuflow summary --table {input.table} --kernels-dir {params.kernels_dir}"
-        " --csv {output.csv} --md {output.md} --log {log}"
+    run:
+        stage(
+            "summary",
+            "--table",
+            input.table,
+            "--kernels-dir",
+            params.kernels_dir,
+            "--csv",
+            output.csv,
+            "--md",
+            output.md,
+            log=log[0],
+        )
