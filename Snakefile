@@ -12,7 +12,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     )
 )
 
-from ncuflow.cli import stage
+from ncuflow.cli import command_line
 from ncuflow.config import load_study
 from ncuflow.device import resolve_mode
 from ncuflow.errors import NcuflowError
@@ -36,8 +36,8 @@ try:
 except NcuflowError as exc:
     sys.exit(f"ncuflow: {exc}")
 
-# Arguments every GPU stage takes: where the numbers come from. Stages run as processes
-# with argument lists (ncuflow.cli.stage): no value of the config ever reaches a shell.
+# Arguments every GPU stage takes: where the numbers come from. Every word of a stage's
+# command line is quoted (ncuflow.cli.command_line): no value of the config is shell syntax.
 MODE_ARGS = ["--mode", MODE, "--ncu", config["ncu"]["path"]] + (
     ["--capture", str(CAPTURE)] if CAPTURE else []
 )

@@ -224,3 +224,13 @@ def test_a_config_value_is_an_argument_never_shell_text(workflow_copy: Path) -> 
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not list(workflow_copy.rglob("pwned*"))
     assert (workflow_copy / "results" / "matmul_ladder" / "table.parquet").is_file()
+
+
+def test_every_word_of_a_stage_command_is_quoted() -> None:
+    import shlex
+
+    from ncuflow.cli import command_line
+
+    words = ["a b", "$(touch pwned)", "x; rm -rf /", "`id`", "c\nd", "'q'"]
+    line = command_line("measure", words[0], [words[1], [words[2]]], *words[3:])
+    assert shlex.split(line)[3:] == ["measure", *words]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
+import shlex
 import sys
+import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -241,28 +242,24 @@ def _flat(args: Iterable[object]) -> list[str]:
     return out
 
 
-def stage(name: str, *args: object, log: str | Path) -> None:
-    """Run one stage in a process of its own, its arguments a list that no shell ever
-    parses (a value from a config is an argument, whatever characters it holds); the
-    stage's stderr is appended to its log. A failure raises with the stage's own message."""
-    command = [sys.executable, "-m", "ncuflow", name, *_flat(args), "--log", str(log)]
-    Path(log).parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(command, capture_output=True, text=True)
-    with open(log, "a") as handle:
-        handle.write(proc.stdout + proc.stderr)
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        raise NcuflowError(
-            (lines[-1].removeprefix("ncuflow: ") if lines else f"{name} failed")
-            + f" (exit code {proc.returncode}; the stage's log: {log})"
-        )
+def command_line(name: str, *args: object) -> str:
+    """A stage's command line for a Snakemake rule's shell: every word quoted
+    (shlex.quote), so that a value from a config is one argument whatever it holds, never
+    shell syntax. Lists among ``args`` are spread."""
+    words = [sys.executable, "-m", "ncuflow", name, *_flat(args)]
+    return " ".join(shlex.quote(word) for word in words)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    log = _logger(args.log)
     try:
-        args.run(args, _logger(args.log))
-    except NcuflowError as exc:
+        args.run(args, log)
+    except NcuflowError as exc:  # one line, in the log too
+        log(f"ncuflow: {exc}")
         print(f"ncuflow: {exc}", file=sys.stderr)
         return 1
+    except Exception:  # a bug: its traceback, in the log too
+        log(traceback.format_exc())
+        raise
     return 0

@@ -6,6 +6,7 @@ clear message naming the offending key and the valid choices.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,10 +15,12 @@ from typing import Any
 
 from .errors import ConfigError, NcuflowError
 from .expand import PENDING, DeviceLimits, expand_variant, size_grid
+from .records import atomic_write
 from .spec import STANDARD_FIGURES, Family, SpecError, available_families, load_family, scalar_value
 from .strict import check_grid, check_sections, no_floats
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+PLANS = Path(".snakemake") / "ncuflow" / "plans"  # where the workflow keeps plans for jobs
 
 
 def _path(parts: Sequence[Any]) -> str:
@@ -125,6 +128,25 @@ class Study:
 
     def plan_json(self, experiment: str, variant: str) -> str:
         return json.dumps(self.plan(experiment, variant), indent=1, sort_keys=True)
+
+    def plan_file(self, experiment: str, variant: str, folder: Path = PLANS) -> str:
+        """The plan written once under ``folder``, named by a hash of its content: a job
+        copies it (cheap, and no plan travels as a parameter), and a changed plan has a
+        changed name, which makes Snakemake run the job again."""
+        text = self.plan_json(experiment, variant)
+        path = Path(folder) / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, text)
+        return str(path)
+
+    def collect_inputs(self, experiment: str) -> list[str]:
+        """What the collect stage reads, (plan, measure, metrics) of each variant in turn."""
+        return [
+            f"results/{experiment}/{variant}/{name}"
+            for variant in self.experiments[experiment].variants
+            for name in ("plan.json", "measure.json", "metrics.parquet")
+        ]
 
     def figures(self, experiment: str) -> list[str]:
         """Every figure of an experiment: the standard ones and its family's own."""

@@ -1,17 +1,9 @@
 # Stage 5: one table per experiment, one row per configuration (skipped ones included).
 
 
-def collect_jobs(wildcards):
-    return [
-        f"results/{wildcards.experiment}/{variant}/{name}"
-        for variant in STUDY.experiments[wildcards.experiment].variants
-        for name in ("plan.json", "measure.json", "metrics.parquet")
-    ]
-
-
 rule collect:
     input:
-        jobs=collect_jobs,
+        jobs=lambda wc: STUDY.collect_inputs(wc.experiment),
         # read beside each metrics.parquet: what ncu could not profile
         profile_errors=lambda wc: [
             f"results/{wc.experiment}/{variant}/profile_errors.json"
@@ -23,18 +15,16 @@ rule collect:
         csv="results/{experiment}/table.csv",
     log:
         "results/{experiment}/logs/collect.log",
-    run:
-        jobs = [
-            ["--job", *input.jobs[i : i + 3]] for i in range(0, len(input.jobs), 3)
-        ]
-        stage(
+    params:
+        cmd=lambda wc, input, output: command_line(
             "collect",
             "--experiment",
-            wildcards.experiment,
-            jobs,
+            wc.experiment,
+            [["--job", *input.jobs[i : i + 3]] for i in range(0, len(input.jobs), 3)],
             "--device",
             input.device,
             "--out",
             output.table,
-            log=log[0],
-        )
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"

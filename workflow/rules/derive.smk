@@ -8,5 +8,9 @@ rule derive:
         "results/{experiment}/{variant}/metrics.parquet",
     log:
         "results/{experiment}/{variant}/logs/derive.log",
-    run:
-        stage("derive", "--long", input[0], "--metrics", output[0], log=log[0])
+    params:
+        cmd=lambda wc, input, output: command_line(
+            "derive", "--long", input[0], "--metrics", output[0]
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"

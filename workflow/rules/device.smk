@@ -10,9 +10,9 @@ rule ceilings:
     resources:
         gpu=1,
     params:
-        source=MODE_ARGS,
-    run:
-        stage("ceilings", "--out", output[0], params.source, log=log[0])
+        cmd=lambda wc, output: command_line("ceilings", "--out", output[0], MODE_ARGS),
+    shell:
+        "{params.cmd} --log {log:q}"
 
 
 rule device_facts:
@@ -23,17 +23,11 @@ rule device_facts:
     log:
         "results/logs/device.log",
     params:
-        source=MODE_ARGS,
-    run:
-        stage(
-            "device",
-            "--out",
-            output[0],
-            "--ceilings",
-            input.ceilings,
-            params.source,
-            log=log[0],
-        )
+        cmd=lambda wc, input, output: command_line(
+            "device", "--out", output[0], "--ceilings", input.ceilings, MODE_ARGS
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"
 
 
 rule device_table:
@@ -48,5 +42,9 @@ rule device_table:
         ),
     log:
         "results/logs/device_table.log",
-    run:
-        stage("device-table", "--device", input[0], "--out", output[0], log=log[0])
+    params:
+        cmd=lambda wc, input, output: command_line(
+            "device-table", "--device", input[0], "--out", output[0]
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"

@@ -11,14 +11,8 @@ rule measure:
     resources:
         gpu=1,
     params:
-        source=MODE_ARGS,
-    run:
-        stage(
-            "measure",
-            "--plan",
-            input.plan,
-            "--out",
-            output[0],
-            params.source,
-            log=log[0],
-        )
+        cmd=lambda wc, input, output: command_line(
+            "measure", "--plan", input.plan, "--out", output[0], MODE_ARGS
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"

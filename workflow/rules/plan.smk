@@ -1,6 +1,8 @@
-# Stage 1: the configurations of one (experiment, variant), expanded from the config.
-# The plan is a param, so any change to the grid, the sizes or the kernel sources
-# (through the family fingerprint) makes Snakemake plan, measure and profile again.
+# Stage 1: the configurations of one (experiment, variant), expanded from the config. The
+# main process writes each plan once under .snakemake/ncuflow/plans/, named by a hash of
+# its content; the job copies it. A change to the grid, the sizes or the kernel sources
+# (through the family fingerprint) changes the name, so Snakemake plans, measures and
+# profiles again.
 
 
 rule plan:
@@ -9,7 +11,6 @@ rule plan:
     log:
         "results/{experiment}/{variant}/logs/plan.log",
     params:
-        plan=lambda wc: STUDY.plan_json(wc.experiment, wc.variant),
-    run:
-        Path(output[0]).write_text(params.plan)
-        Path(log[0]).write_text(f"wrote {output[0]}\n")
+        plan=lambda wc: STUDY.plan_file(wc.experiment, wc.variant),
+    shell:
+        "cp {params.plan:q} {output:q} && echo 'copied {params.plan:q}' > {log:q}"

@@ -22,20 +22,19 @@ rule plot:
     log:
         "results/{experiment}/logs/plot.log",
     params:
-        kernels_dir=config["kernels_dir"],
-    run:
-        stage(
+        cmd=lambda wc, input: command_line(
             "plot",
             "--table",
             input.table,
             "--device",
             input.device,
             "--kernels-dir",
-            params.kernels_dir,
+            config["kernels_dir"],
             "--out-dir",
-            f"results/{wildcards.experiment}",
-            log=log[0],
-        )
+            f"results/{wc.experiment}",
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"
 
 
 rule family_figure:
@@ -56,19 +55,18 @@ rule family_figure:
     wildcard_constraints:
         figure="|".join(STUDY.family_figures()) or "(?!)",
     params:
-        kernels_dir=config["kernels_dir"],
-    run:
-        stage(
+        cmd=lambda wc, input: command_line(
             "plot",
             "--table",
             input.table,
             "--device",
             input.device,
             "--kernels-dir",
-            params.kernels_dir,
+            config["kernels_dir"],
             "--figure",
-            wildcards.figure,
+            wc.figure,
             "--out-dir",
-            f"results/{wildcards.experiment}",
-            log=log[0],
-        )
+            f"results/{wc.experiment}",
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"

@@ -21,18 +21,7 @@ rule profile:
     resources:
         gpu=1,
     params:
-        source=MODE_ARGS,
-        sections=config["ncu"]["sections"],
-        metrics=config["ncu"]["extra_metrics"],
-        clock=config["ncu"]["clock_control"],
-        chunk=config["ncu"]["chunk_size"],
-    run:
-        report = (
-            ["--report", output.report, "--csv", output.csv]
-            if MODE == "gpu"
-            else []
-        )
-        stage(
+        cmd=lambda wc, input, output: command_line(
             "profile",
             "--plan",
             input.plan,
@@ -40,15 +29,16 @@ rule profile:
             input.measure,
             "--long",
             output.long,
-            report,
-            params.source,
+            ["--csv", output.csv] if MODE == "gpu" else [],
+            MODE_ARGS,
             "--clock-control",
-            params.clock,
+            config["ncu"]["clock_control"],
             "--chunk-size",
-            params.chunk,
+            config["ncu"]["chunk_size"],
             "--sections",
-            params.sections,
+            config["ncu"]["sections"],
             "--metrics",
-            params.metrics,
-            log=log[0],
-        )
+            config["ncu"]["extra_metrics"],
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"

@@ -17,17 +17,16 @@ rule summary:
     log:
         "results/{experiment}/logs/summary.log",
     params:
-        kernels_dir=config["kernels_dir"],
-    run:
-        stage(
+        cmd=lambda wc, input, output: command_line(
             "summary",
             "--table",
             input.table,
             "--kernels-dir",
-            params.kernels_dir,
+            config["kernels_dir"],
             "--csv",
             output.csv,
             "--md",
             output.md,
-            log=log[0],
-        )
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"
