@@ -20,19 +20,24 @@ from ncuflow.replay import capture_dir, info
 from ncuflow.spec import STANDARD_FIGURES
 from ncuflow.strict import read_config
 
-# config.yaml is the default study; a --configfile on the command line replaces it.
+# The workflow's own config.yaml is the default study; a --configfile on the command line
+# replaces it, and paths in a config file are relative to that file.
+WORKFLOW = Path(workflow.basedir)
+CONFIGFILES = [Path(p) for p in workflow.config_settings.configfiles] or [
+    WORKFLOW / "config.yaml"
+]
 if not workflow.config_settings.configfiles:
 
-    configfile: "config.yaml"
+    configfile: WORKFLOW / "config.yaml"
 
 
 try:
     # keys written twice in a config file, which the YAML reader would drop in silence
-    for _path in workflow.config_settings.configfiles or ["config.yaml"]:
-        read_config(Path(_path))
-    STUDY = load_study(config)
+    for _path in CONFIGFILES:
+        read_config(_path)
+    STUDY = load_study(config, root=CONFIGFILES[-1].resolve().parent)
     MODE, WHY = resolve_mode(config["mode"], config["ncu"]["path"])
-    CAPTURE = capture_dir(Path("."), config["capture"]) if MODE == "replay" else None
+    CAPTURE = capture_dir(WORKFLOW, config["capture"]) if MODE == "replay" else None
 except NcuflowError as exc:
     sys.exit(f"ncuflow: {exc}")
 
@@ -57,7 +62,7 @@ if workflow.is_main_process:  # not again in the processes that run jobs
     )
 
 
-report: "workflow/report/workflow.rst"
+report: WORKFLOW / "workflow" / "report" / "workflow.rst"
 
 
 onsuccess:

@@ -1,5 +1,6 @@
 """The whole workflow through Snakemake in a temporary copy, replaying the H100 capture."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -179,3 +180,28 @@ def test_dry_run_of_2000_configurations(workflow_copy: Path) -> None:
     proc = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2000 configurations" in proc.stderr
+
+
+def test_the_workflow_runs_from_anywhere_with_kernels_outside_it(tmp_path: Path) -> None:
+    """snakemake -s <repo>/Snakefile -d <workdir> --configfile <elsewhere>: a kernels_dir
+    relative to its config file, the bundled kernels and captures found beside the Snakefile."""
+    (tmp_path / "cfg").mkdir()
+    shutil.copytree(ROOT / "tests" / "data" / "kernels", tmp_path / "mykernels")
+    gather = {"family": "gather", "sizes": {"n": 100, "m": 7}, "variants": {"numpy_gather": None}}
+    mine = {"mode": "replay", "kernels_dir": "../mykernels", "experiments": {"g": gather}}
+    (tmp_path / "cfg" / "mine.yaml").write_text(yaml.safe_dump(mine))
+    ladder = {"mode": "replay", "experiments": {"matmul_ladder": {
+        "family": "matmul", "sizes": {"M": 1024, "N": "M", "K": "M"},
+        "variants": {"naive": {"params": {"BLOCK_X": 32, "BLOCK_Y": 16}}}}}}  # fmt: skip
+    (tmp_path / "cfg" / "ladder.yaml").write_text(yaml.safe_dump(ladder))
+    work = tmp_path / "work"
+    work.mkdir()
+    where = ["-s", str(ROOT / "Snakefile"), "-d", str(work)]
+    dry = snakemake(tmp_path, *where, "--configfile", str(tmp_path / "cfg" / "mine.yaml"), "-n")
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert "1 configurations, 1 to run" in dry.stderr and "measure" in dry.stdout + dry.stderr
+    run = snakemake(tmp_path, *where, "--configfile", str(tmp_path / "cfg" / "ladder.yaml"),
+                    "--cores", "2")  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (work / "results" / "matmul_ladder" / "table.parquet").is_file()
+    assert "ncuflow: matmul_ladder: 1 ok" in run.stderr

@@ -151,13 +151,12 @@ def _compare(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    import yaml
-
     from .config import load_study
     from .replay import save_capture
+    from .strict import read_config
 
-    config = yaml.safe_load(args.configfile.read_text())
-    study = load_study(config, Path("."))
+    config = read_config(args.configfile)
+    study = load_study(config, args.configfile.resolve().parent)
     command = f"snakemake --cores 1 --configfile {args.configfile} --config mode=gpu"
     folder = save_capture(args.results, Path("."), args.name, study.jobs(), command)
     log(f"saved capture {args.name} in {folder}")

@@ -20,6 +20,7 @@ from .spec import STANDARD_FIGURES, Family, SpecError, available_families, load_
 from .strict import check_grid, check_sections, no_floats
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+BUNDLED_KERNELS = Path(__file__).resolve().parents[2] / "kernels"  # the workflow's own
 PLANS = Path(".snakemake") / "ncuflow" / "plans"  # where the workflow keeps plans for jobs
 
 
@@ -255,18 +256,23 @@ def _scalars(family: Family, given: Mapping[str, Any], where: str) -> dict[str, 
     return values
 
 
-def load_study(config: dict[str, Any], root: Path | str = ".") -> Study:
-    """Validate the config (filling its defaults) and expand every experiment."""
+def load_study(
+    config: dict[str, Any], root: Path | str = ".", bundled: Path = BUNDLED_KERNELS
+) -> Study:
+    """Validate the config (filling its defaults) and expand every experiment. A relative
+    kernels_dir is relative to ``root`` (the folder of the config file that names it); no
+    kernels_dir means ``bundled``, the workflow's own kernels."""
     no_floats(config)
     validate_schema(config)
     check_sections(config["ncu"]["sections"], config["ncu"]["path"])
     check_grid(config)
-    kernels_dir = Path(config["kernels_dir"])
-    if not (Path(root) / kernels_dir).is_dir():
-        raise ConfigError("kernels_dir", f"{kernels_dir} is not a folder")
+    named = config["kernels_dir"]
+    kernels_dir = (Path(root) / named if named else Path(bundled)).resolve()
+    if not kernels_dir.is_dir():
+        raise ConfigError("kernels_dir", f"{named or kernels_dir} is not a folder ({kernels_dir})")
     limits = DeviceLimits.from_config(config["device_limits"])
     experiments = {
-        name: _experiment(name, data, Path(root) / kernels_dir, limits)
+        name: _experiment(name, data, kernels_dir, limits)
         for name, data in config["experiments"].items()
     }
     return Study(config=config, kernels_dir=kernels_dir, experiments=experiments)

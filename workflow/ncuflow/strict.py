@@ -100,8 +100,10 @@ def installed_sections(ncu_path: str) -> tuple[str, ...] | None:
     if ncu is None:
         return None
     proc = subprocess.run([ncu, "--list-sections"], capture_output=True, text=True, timeout=60)
-    names = [line.split()[0] for line in proc.stdout.splitlines()[1:] if line.split()]
-    return tuple(n for n in names if n.replace("_", "").isalnum()) or None
+    names = [line.split()[0] for line in proc.stdout.splitlines() if line.split()]
+    names = [n for n in names if n.replace("_", "").isalnum()]
+    # a listing that lacks the basic sections was not understood: use the known list
+    return tuple(names) if {"SpeedOfLight", "LaunchStats"} <= set(names) else None
 
 
 def check_sections(sections: list[str], ncu_path: str) -> None:

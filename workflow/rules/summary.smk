@@ -22,7 +22,7 @@ rule summary:
             "--table",
             input.table,
             "--kernels-dir",
-            config["kernels_dir"],
+            str(STUDY.kernels_dir),
             "--csv",
             output.csv,
             "--md",
