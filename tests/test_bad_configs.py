@@ -57,7 +57,7 @@ CHANGES = [
     ("seed", 1.5, "seed", "1.5 is a float, expected an integer"),
     ("seed", "x", "seed", "'x' is a str, not ['integer', 'null']"),
     ("seed", True, "seed", "True is a bool, not ['integer', 'null']"),
-    ("kernels_dir", 3, "kernels_dir", "3 is a int, not string"),
+    ("kernels_dir", 3, "kernels_dir", "3 is a int, not ['string', 'null']"),
     ("kernels_dir", "/no/such/folder", "kernels_dir", "/no/such/folder is not a folder"),
     ("max_configurations", 0, "max_configurations", "0 is less than the minimum of 1"),
     ("experiments", {}, "experiments", "{} should be non-empty"),
