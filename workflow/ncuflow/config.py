@@ -60,7 +60,8 @@ def _schema_error(err: Any) -> ConfigError:
         message = f"{err.instance!r} holds characters that are not allowed"
     elif err.validator == "type":
         kind = type(err.instance).__name__
-        message = f"{err.instance!r} is a {kind}, not {err.validator_value}"
+        article = "an" if kind[0] in "aeiou" else "a"
+        message = f"{err.instance!r} is {article} {kind}, not {err.validator_value}"
     else:
         message = err.message
     description, node = None, err
