@@ -14,9 +14,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 
 from ncuflow.cli import command_line
 from ncuflow.config import load_study
-from ncuflow.device import resolve_mode
+from ncuflow.device import mode_line
 from ncuflow.errors import NcuflowError
-from ncuflow.replay import capture_dir, info
+from ncuflow.replay import capture_dir
 from ncuflow.spec import STANDARD_FIGURES
 from ncuflow.strict import read_config
 
@@ -36,30 +36,19 @@ try:
     for _path in CONFIGFILES:
         read_config(_path)
     STUDY = load_study(config, root=CONFIGFILES[-1].resolve().parent)
-    MODE, WHY = resolve_mode(config["mode"], config["ncu"]["path"])
-    CAPTURE = capture_dir(WORKFLOW, config["capture"]) if MODE == "replay" else None
+    CAPTURE = WORKFLOW / "resources" / "captures" / config["capture"]
+    if config["mode"] == "replay":  # every job will replay: the capture must be there
+        capture_dir(WORKFLOW, config["capture"])
 except NcuflowError as exc:
     sys.exit(f"ncuflow: {exc}")
 
-# Arguments every GPU stage takes: where the numbers come from. Every word of a stage's
-# command line is quoted (ncuflow.cli.command_line): no value of the config is shell syntax.
-MODE_ARGS = ["--mode", MODE, "--ncu", config["ncu"]["path"]] + (
-    ["--capture", str(CAPTURE)] if CAPTURE else []
-)
+# Arguments every GPU stage takes. Each job decides gpu or replay by what its machine has
+# (mode: auto), so the DAG is the same everywhere; every word of a stage's command line is
+# quoted (ncuflow.cli.command_line): no value of the config is shell syntax.
+MODE_ARGS = ["--mode", config["mode"], "--ncu", config["ncu"]["path"]]
+MODE_ARGS += ["--capture", str(CAPTURE)]
 if workflow.is_main_process:  # not again in the processes that run jobs
-    _total, _pending = STUDY.count()
-    if MODE == "replay":
-        _meta = info(CAPTURE)
-        _source = (
-            f"replaying capture {CAPTURE.name} ({_meta['device']}, {_meta['date']})"
-        )
-    else:
-        _source = "measuring on the GPU"
-    print(
-        f"ncuflow: mode {MODE} ({WHY}): {_source}; "
-        f"{_total} configurations, {_pending} to run, {_total - _pending} skipped",
-        file=sys.stderr,
-    )
+    print(mode_line(config, CAPTURE, STUDY.count()), file=sys.stderr)
 
 
 report: WORKFLOW / "workflow" / "report" / "workflow.rst"

@@ -51,6 +51,7 @@ FAULTY = {
 def kernels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("kernels")
     shutil.copytree(ROOT / "kernels" / "matmul", folder / "matmul")
+    shutil.copytree(ROOT / "kernels" / "common", folder / "common")  # what the tiles include
     for name, body in FAULTY.items():
         (folder / "matmul" / f"{name}.cu").write_text(_HEAD.format(name=f"matmul_{name}") + body)
     return folder

@@ -163,12 +163,29 @@ def test_bad_input_gets_one_message_and_no_traceback(
     assert "Traceback" not in proc.stderr
 
 
+def _jobs(proc: subprocess.CompletedProcess) -> list[str]:
+    """The job counts of a dry run (its 'Job stats' table)."""
+    lines = (proc.stdout + proc.stderr).splitlines()
+    start = lines.index("Job stats:")
+    return lines[start : lines.index("", start)]
+
+
 @pytest.mark.skipif(cuda_device()[0] is not None, reason="this machine has a CUDA device")
-def test_mode_gpu_without_a_device_says_so(workflow_copy: Path) -> None:
-    proc = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=gpu")
+def test_the_mode_is_decided_by_each_job_and_the_dag_is_the_same(workflow_copy: Path) -> None:
+    """The DAG is the same whatever the mode; mode gpu on a machine without a GPU is said
+    at the start, and each job that finds none fails with the fix."""
+    runs = {m: snakemake(workflow_copy, "--cores", "1", "-n", "--config", f"mode={m}")
+            for m in ("auto", "replay", "gpu")}  # fmt: skip
+    assert all(proc.returncode == 0 for proc in runs.values())
+    assert _jobs(runs["auto"]) == _jobs(runs["replay"]) == _jobs(runs["gpu"])
+    assert "ncuflow: mode gpu, but this machine cannot measure" in runs["gpu"].stderr
+    config = yaml.safe_load((workflow_copy / "config.yaml").read_text())
+    config["experiments"]["matmul_ladder"]["variants"] = {"cublas_fp32": None}
+    config["experiments"]["matmul_ladder"]["sizes"]["M"] = [1024]
+    (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = snakemake(workflow_copy, "--cores", "1", "--config", "mode=gpu")
     assert proc.returncode == 1
-    assert "ncuflow: mode is gpu but" in proc.stderr and "mode: replay" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert "mode is gpu but CuPy is not installed" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_dry_run_of_2000_configurations(workflow_copy: Path) -> None:

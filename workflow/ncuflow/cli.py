@@ -32,8 +32,25 @@ def _logger(path: Path | None) -> Callable[[str], None]:
     return log
 
 
+def _resolve(args: argparse.Namespace, log: Callable[[str], None]) -> str:
+    """gpu or replay, decided here, in the job, by what this machine has (mode: auto), or
+    as the config says; the capture must exist for a replay."""
+    from .device import resolve_mode
+    from .replay import checked_capture
+
+    mode, why = resolve_mode(args.mode, args.ncu)
+    log(f"mode {mode}: {why}")
+    if mode == "replay":
+        if args.capture is None:
+            raise NcuflowError(
+                "this job replays, but no capture was named (capture: in the config)"
+            )
+        args.capture = checked_capture(args.capture)
+    return mode
+
+
 def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    if args.mode == "replay":
+    if _resolve(args, log) == "replay":
         from .replay import replay_measure
 
         replay_measure(json.loads(args.plan.read_text()), args.capture, args.out, log)
@@ -44,12 +61,14 @@ def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    if args.mode == "replay":
+    if _resolve(args, log) == "replay":
         from .replay import replay_profile
 
         replay_profile(
             json.loads(args.plan.read_text()), args.measure, args.capture, args.long, log
         )
+        if args.csv:  # a capture keeps the exact values, not ncu's rounded CSV
+            args.csv.write_text(f"# replayed from capture {args.capture.name}: no ncu CSV\n")
     else:
         from .profile import NcuSettings, profile_stage
 
@@ -95,7 +114,7 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _device(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    if args.mode == "replay":
+    if _resolve(args, log) == "replay":
         from .replay import replay_device
 
         replay_device(args.capture, args.out)
@@ -132,7 +151,7 @@ def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    if args.mode == "replay":
+    if _resolve(args, log) == "replay":
         from .replay import replay_ceilings
 
         replay_ceilings(args.capture, args.out)
@@ -174,7 +193,8 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     def mode_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--mode", choices=["gpu", "replay"], required=True)
+        p.add_argument("--mode", choices=["auto", "gpu", "replay"], required=True,
+                       help="auto: gpu where the job finds a GPU and ncu, else replay")  # fmt: skip
         p.add_argument("--capture", type=Path, help="capture folder (replay)")
         p.add_argument("--ncu", default="ncu", help="ncu executable (gpu)")
 

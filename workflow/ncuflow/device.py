@@ -55,6 +55,28 @@ def resolve_mode(requested: str, ncu_path: str) -> tuple[str, str]:
     return "gpu", f"{name}, ncu at {ncu}"
 
 
+def mode_line(config: dict[str, Any], capture: Path, counts: tuple[int, int]) -> str:
+    """What a run prints first: what this machine would do with the mode (each job decides
+    on the machine it runs on), where the numbers come from, and how many configurations."""
+    total, pending = counts
+    tail = f"{total} configurations, {pending} to run, {total - pending} skipped"
+    try:
+        here, why = resolve_mode(config["mode"], config["ncu"]["path"])
+    except NcuflowError:  # mode gpu on a machine without one: the jobs may run elsewhere
+        _, missing = cuda_device()
+        return (f"ncuflow: mode gpu, but this machine cannot measure ({missing or 'no ncu'}): "
+                f"each job must run where there is a GPU; {tail}")  # fmt: skip
+    source = "measuring on the GPU"
+    if here == "replay":
+        info_file = capture / "capture.json"
+        meta = json.loads(info_file.read_text()) if info_file.is_file() else {}
+        source = f"no capture {capture.name} to replay"
+        if meta:
+            source = f"replaying capture {capture.name} ({meta['device']}, {meta['date']})"
+    decided = "" if config["mode"] == here else "; each job decides on its own machine"
+    return f"ncuflow: mode {here} ({why}{decided}): {source}; {tail}"
+
+
 def _ncu_version(ncu: str) -> str:
     proc = subprocess.run([ncu, "--version"], capture_output=True, text=True)
     return proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 else "unknown"

@@ -229,7 +229,10 @@ def _profile_chunk(
     log: Callable[[str], None],
 ) -> dict[str, str]:  # fmt: skip
     """One ncu process over ``chunk``: its long table and CSV beside its report; the
-    configurations it could not profile, with why."""
+    configurations it could not profile, with why. What an earlier run left of the chunk
+    goes first, so that a failure never brings back another set of configurations."""
+    for suffix in (".parquet", ".csv", ".ncu-rep"):
+        base.with_suffix(suffix).unlink(missing_ok=True)
     command = ncu_command(ncu, base, settings.sections, settings.clock_control, wanted,
                           worker_command(plan, measure, chunk))  # fmt: skip
     limit = chunk_limit(plan_data["timing"], [rows[c] for c in chunk])

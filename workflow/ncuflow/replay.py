@@ -30,11 +30,16 @@ TABLE = "table.parquet"  # the GPU run's own table: what a replay must reproduce
 
 
 def capture_dir(root: Path, name: str) -> Path:
-    folder = Path(root) / CAPTURES / name
+    """The capture ``name`` of the workflow at ``root``, checked."""
+    return checked_capture(Path(root) / CAPTURES / name)
+
+
+def checked_capture(folder: Path) -> Path:
+    """``folder`` if it holds a capture, else an error that lists the captures beside it."""
     if not (folder / INFO).is_file():
-        found = sorted(p.parent.name for p in (Path(root) / CAPTURES).glob(f"*/{INFO}"))
+        found = sorted(p.parent.name for p in folder.parent.glob(f"*/{INFO}"))
         raise NcuflowError(
-            f"replay needs capture {name!r}, but {folder} holds no {INFO}; captures here: "
+            f"replay needs capture {folder.name!r}, but {folder} holds no {INFO}; captures here: "
             f"{', '.join(found) or 'none'}. Set capture: in the config, or run on a GPU "
             "machine (mode: gpu) and save one with: python -m ncuflow capture <name>"
         )

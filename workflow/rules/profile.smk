@@ -9,11 +9,7 @@ rule profile:
         plan="results/{experiment}/{variant}/plan.json",
         measure="results/{experiment}/{variant}/measure.json",
     output:
-        **(
-            {"csv": "results/{experiment}/{variant}/ncu_raw.csv"}
-            if MODE == "gpu"
-            else {}
-        ),
+        csv="results/{experiment}/{variant}/ncu_raw.csv",
         long="results/{experiment}/{variant}/ncu_long.parquet",
         errors="results/{experiment}/{variant}/profile_errors.json",
     log:
@@ -29,7 +25,8 @@ rule profile:
             input.measure,
             "--long",
             output.long,
-            ["--csv", output.csv] if MODE == "gpu" else [],
+            "--csv",
+            output.csv,
             MODE_ARGS,
             "--clock-control",
             config["ncu"]["clock_control"],

@@ -15,8 +15,7 @@ extern "C" __global__ void faulty_spin(const float* x, float* y, int n) {
   const int i = blockIdx.x * 256 + threadIdx.x;
   if (i >= n) return;
   if (BAD) {
-    volatile int forever = 1;
-    while (forever) {}
+    while (clock64() >= 0) {}  // the clock never goes negative: a loop no compiler may drop
   }
   y[i] = 2.0f * x[i];
 }
