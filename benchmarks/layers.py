@@ -8,7 +8,8 @@ as Markdown, then checks, on the same run's tables:
   measured DRAM (device-to-device copy) bandwidth, and is at least as fast as cuBLAS;
   its bound is memory at the DRAM level;
 * Classifier 1, B = 16: the best hand-written variant within 1.5x of cuBLAS's time;
-* Conv 1, B = 16: the best hand-written variant within 3x of cuDNN's time.
+* Conv 1, B = 16: the best hand-written variant within 3x of cuDNN's time;
+each against hand-written variants of the library's own precision (float32).
 
     python benchmarks/layers.py [--results results] [--experiments classifier conv]
 """
@@ -56,8 +57,9 @@ def markdown(rows: pd.DataFrame, layer: str, batch: int) -> str:
     return "\n".join(lines)
 
 
-def _best_own(rows: pd.DataFrame) -> pd.Series | None:
-    own = rows[~rows["baseline"].astype(bool)]
+def _best_own(rows: pd.DataFrame, dtype: str) -> pd.Series | None:
+    """The fastest hand-written variant that computes in ``dtype`` (the library's)."""
+    own = rows[~rows["baseline"].astype(bool) & (rows["dtype"] == dtype)]
     return None if own.empty else own.loc[own["time_ms"].idxmin()]
 
 
@@ -69,7 +71,8 @@ def _library(rows: pd.DataFrame, variant: str) -> pd.Series | None:
 def targets(tables: dict[str, pd.DataFrame], dram_ceiling: float) -> list[tuple[bool, str]]:
     checks = []
     rows = layer_rows(tables, "Classifier 1", 1)
-    best, cublas = _best_own(rows) if not rows.empty else None, _library(rows, "cublas")
+    cublas = _library(rows, "cublas") if not rows.empty else None
+    best = _best_own(rows, "float32") if not rows.empty else None
     if best is None or cublas is None or not dram_ceiling:
         checks.append((False, "Classifier 1, B = 1: needs a hand-written variant, cuBLAS and "
                               "the device's measured DRAM ceiling"))  # fmt: skip
@@ -87,8 +90,8 @@ def targets(tables: dict[str, pd.DataFrame], dram_ceiling: float) -> list[tuple[
     for layer, batch, library, ratio in (("Classifier 1", 16, "cublas", CLASSIFIER_RATIO),
                                          ("Conv 1", 16, "cudnn", CONV_RATIO)):  # fmt: skip
         rows = layer_rows(tables, layer, batch)
-        best = _best_own(rows) if not rows.empty else None
         reference = _library(rows, library) if not rows.empty else None
+        best = _best_own(rows, reference["dtype"]) if reference is not None else None
         if best is None or reference is None:
             checks.append((False, f"{layer}, B = {batch}: needs a hand-written variant and "
                                   f"{library} measured ok in the same run"))  # fmt: skip

@@ -176,7 +176,7 @@ def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
     config = read_config(args.configfile)
     study = load_study(config, args.configfile.resolve().parent)
-    command = f"snakemake --cores 1 --configfile {args.configfile} --config mode=gpu"
+    command = f"snakemake --configfile {args.configfile} --config mode=gpu"
     folder = save_capture(args.results, Path("."), args.name, study.jobs(), command)
     log(f"saved capture {args.name} in {folder}")
 
