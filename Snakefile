@@ -1,6 +1,7 @@
 # ncuflow: verify, time and profile CUDA kernel variants under Nsight Compute.
 # Thin on purpose: config, validation and mode here; one stage per rule file; the logic
 # of every stage lives in the ncuflow package (workflow/ncuflow).
+import json
 import os
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from ncuflow.device import mode_line
 from ncuflow.errors import NcuflowError
 from ncuflow.replay import capture_dir
 from ncuflow.spec import STANDARD_FIGURES
+from ncuflow.records import write_if_changed
 from ncuflow.strict import read_config
 
 # The workflow's own config.yaml is the default study; a --configfile on the command line
@@ -47,6 +49,11 @@ except NcuflowError as exc:
 # quoted (ncuflow.cli.command_line): no value of the config is shell syntax.
 MODE_ARGS = ["--mode", config["mode"], "--ncu", config["ncu"]["path"]]
 MODE_ARGS += ["--capture", str(CAPTURE)]
+# Where the numbers come from, as a file that changes only when that does: the device's
+# facts and ceilings depend on it, so switching captures (or mode) redoes them.
+SOURCE = str(
+    write_if_changed(Path(".snakemake/ncuflow/source.json"), json.dumps(MODE_ARGS))
+)
 if workflow.is_main_process:  # not again in the processes that run jobs
     print(mode_line(config, CAPTURE, STUDY.count()), file=sys.stderr)
 

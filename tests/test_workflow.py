@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import CAPTURES, ROOT
 from ncuflow.device import cuda_device
 from ncuflow.spec import STANDARD_FIGURES
 
@@ -222,3 +222,30 @@ def test_the_workflow_runs_from_anywhere_with_kernels_outside_it(tmp_path: Path)
     assert run.returncode == 0, run.stderr[-2000:]
     assert (work / "results" / "matmul_ladder" / "table.parquet").is_file()
     assert "ncuflow: matmul_ladder: 1 ok" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("study", "experiments", "figures"),
+    [
+        ("layers", ["classifier", "conv"], []),
+        ("transfer", ["transfer"], ["copy_share", "copy_bandwidth"]),
+    ],
+)
+def test_the_layer_and_transfer_studies_replay_their_gpu_tables(
+    workflow_copy: Path, study: str, experiments: list[str], figures: list[str]
+) -> None:
+    proc = snakemake(workflow_copy, "--cores", "2", "--configfile", f"experiments/{study}.yaml",
+                     "--config", "mode=replay")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for experiment in experiments:
+        results = workflow_copy / "results" / experiment
+        table = pd.read_parquet(results / "table.parquet")
+        gpu = pd.read_parquet(CAPTURES / f"h100-sxm-{study}" / experiment / "table.parquet")
+        numeric = [c for c in gpu.columns if pd.api.types.is_numeric_dtype(gpu[c])]
+        pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
+        assert (table["status"].isin(["ok", "skipped"])).all()
+        for figure in figures:
+            assert "replayed from capture" in (results / f"{figure}.svg").read_text()
+    if study == "transfer":
+        assert not table["profiled"].any()
+        assert "not profiled" in (results / "roofline.svg").read_text()

@@ -44,6 +44,15 @@ def atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def write_if_changed(path: Path, text: str) -> Path:
+    """Write ``text`` unless the file already holds it: a file whose time changes only
+    with its content, for Snakemake to rerun what depends on it."""
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text)
+    return path
+
+
 def append(path: Path, entry: dict[str, Any]) -> None:
     with open(path, "a") as handle:
         handle.write(json.dumps(entry, sort_keys=True) + "\n")

@@ -3,6 +3,8 @@
 
 
 rule ceilings:
+    input:
+        SOURCE,
     output:
         "results/ceilings.json",
     log:
@@ -18,6 +20,7 @@ rule ceilings:
 rule device_facts:
     input:
         ceilings="results/ceilings.json",
+        source=SOURCE,
     output:
         "results/device.json",
     log:
