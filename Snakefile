@@ -49,6 +49,11 @@ except NcuflowError as exc:
 # quoted (ncuflow.cli.command_line): no value of the config is shell syntax.
 MODE_ARGS = ["--mode", config["mode"], "--ncu", config["ncu"]["path"]]
 MODE_ARGS += ["--capture", str(CAPTURE)]
+# What ncu is asked for: the profile stage's settings, which a replay's collect compares
+# with those the capture recorded.
+NCU_ARGS = ["--clock-control", config["ncu"]["clock_control"]]
+NCU_ARGS += ["--sections", config["ncu"]["sections"]]
+NCU_ARGS += ["--metrics", config["ncu"]["extra_metrics"]]
 # Where the numbers come from, as a file that changes only when that does: the device's
 # facts and ceilings depend on it, so switching captures (or mode) redoes them.
 SOURCE = str(

@@ -86,13 +86,15 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
     from ncuflow.collect import collect
     from ncuflow.config import load_study
     from ncuflow.derive import config_metrics
-    from ncuflow.replay import replay_device, replay_measure, replay_profile
+    from ncuflow.replay import ncu_settings, replay_device, replay_measure, replay_profile
 
     config = yaml.safe_load(STUDIES[capture].read_text())
     config["kernels_dir"] = str(ROOT / "kernels")
     study = load_study(config)
     folder, work = CAPTURES / capture, Path(tempfile.mkdtemp(prefix=f"replay-{capture}-"))
     replay_device(folder, work / "device.json")
+    ncu = study.config["ncu"]
+    replay = (folder, ncu_settings(ncu["sections"], ncu["clock_control"], ncu["extra_metrics"]))
     tables = {}
     for name in study.experiments:
         jobs = []
@@ -109,7 +111,7 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
             config_metrics(long).to_parquet(f"{base}.metrics.parquet")
             jobs.append(tuple(Path(f"{base}.{s}") for s in ("plan.json", "measure.json",
                                                            "metrics.parquet")))  # fmt: skip
-        tables[name] = collect(name, jobs, work / "device.json", work / f"{name}.parquet")
+        tables[name] = collect(name, jobs, work / "device.json", work / f"{name}.parquet", replay)
     return tables
 
 
@@ -134,3 +136,28 @@ def measure_study(
         measure_stage(plan, out, lambda line: None)
         found.setdefault(variant, {}).update(json.loads(out.read_text()))
     return found
+
+
+def variants_as_run(family_name: str) -> dict[str, dict | None]:
+    """Every variant of a bundled family, at its defaults and at the parameters the default
+    study (config.yaml) runs it with: a variants section for an experiment."""
+    import yaml
+
+    from ncuflow.spec import load_family
+
+    family = load_family(ROOT / "kernels", family_name)
+    default_study = yaml.safe_load((ROOT / "config.yaml").read_text())["experiments"]
+    chosen = {name: spec or {} for experiment in default_study.values()
+              if experiment["family"] == family_name
+              for name, spec in experiment["variants"].items()}  # fmt: skip
+    variants: dict[str, dict | None] = {}
+    for name, variant in family.variants.items():
+        if not variant.params:
+            variants[name] = None
+            continue
+        grid = {p: [default] for p, default in variant.params.items()}
+        for param, values in (chosen.get(name, {}).get("params") or {}).items():
+            extra = values if isinstance(values, list) else [values]
+            grid[param] = list(dict.fromkeys([*grid[param], *extra]))
+        variants[name] = {"params": grid}
+    return variants

@@ -2,15 +2,19 @@
 reference at divisible and non-divisible sizes, faulty kernels caught, one ncu process."""
 
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from conftest import ROOT, measure_study
+from conftest import ROOT, measure_study, variants_as_run
 from ncuflow.config import load_study
 from ncuflow.derive import config_metrics
 from ncuflow.profile import NcuSettings, profile_stage
@@ -61,27 +65,8 @@ def _measure(tmp_path: Path, kernels: Path, experiments: dict) -> dict[str, dict
     return measure_study(tmp_path, kernels, experiments, repeats=5)
 
 
-def _ladder() -> dict[str, dict | None]:
-    """Every variant of the family, at its defaults and at the parameters config.yaml runs."""
-    family = load_family(ROOT / "kernels", "matmul")
-    default_study = yaml.safe_load((ROOT / "config.yaml").read_text())["experiments"]
-    chosen = {name: spec or {} for experiment in default_study.values()
-              for name, spec in experiment["variants"].items()}  # fmt: skip
-    ladder: dict[str, dict | None] = {}
-    for name, variant in family.variants.items():
-        if not variant.params:
-            ladder[name] = None
-            continue
-        grid = {p: [default] for p, default in variant.params.items()}
-        for param, values in (chosen.get(name, {}).get("params") or {}).items():
-            extra = values if isinstance(values, list) else [values]
-            grid[param] = list(dict.fromkeys([*grid[param], *extra]))
-        ladder[name] = {"params": grid}
-    return ladder
-
-
 def test_every_variant_matches_the_reference(tmp_path: Path, kernels: Path) -> None:
-    ladder = _ladder()
+    ladder = variants_as_run("matmul")
     experiments = {
         "square": {"family": "matmul", "sizes": {"M": [64, 1023, 1025, 2049], "N": "M",
                                                  "K": "M"}, "variants": ladder},
@@ -142,3 +127,36 @@ def test_one_ncu_process_profiles_every_ok_configuration(tmp_path: Path, kernels
     for row in metrics.itertuples():
         m = int(re.search(r"_M=(\d+)", row.config_id).group(1))
         assert row.flops_fp32 == 2 * m**3
+
+
+def test_a_profile_killed_midway_profiles_only_the_missing_chunks(
+    tmp_path: Path, kernels: Path
+) -> None:
+    """The profile stage killed (its whole process group, ncu with it) once two of its four
+    one-configuration chunks are done; run again, it profiles only the others."""
+    experiments = {"k": {"family": "matmul", "sizes": {"M": [128, 257], "N": "M", "K": "M"},
+                         "variants": {"naive": {"params": {"BLOCK_X": [16, 32]}}}}}  # fmt: skip
+    _measure(tmp_path, kernels, experiments)
+    plan, measure = tmp_path / "k.naive.plan.json", tmp_path / "k.naive.measure.json"
+    paths = {"long": tmp_path / "ncu_long.parquet", "csv": tmp_path / "raw.csv"}
+    ncu = load_study({"kernels_dir": str(kernels), "experiments": experiments}).config["ncu"]
+    command = [sys.executable, "-m", "ncuflow", "profile", "--plan", str(plan), "--measure",
+               str(measure), "--long", str(paths["long"]), "--csv", str(paths["csv"]),
+               "--mode", "gpu", "--ncu", ncu["path"], "--chunk-size", "1",
+               "--sections", *ncu["sections"]]  # fmt: skip
+    first = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL)
+    done = tmp_path / "profile_chunks" / "chunk_001.json"
+    deadline = time.monotonic() + 240
+    while not done.is_file() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert done.is_file() and not paths["long"].exists()  # killed before the end
+    lines: list[str] = []
+    settings = NcuSettings(ncu["path"], tuple(ncu["sections"]), ncu["clock_control"], (), 1)
+    profile_stage(plan, measure, paths["long"], paths["csv"], settings, lines.append)
+    kept = [line for line in lines if "profiled by an earlier run, kept" in line]
+    profiled = [line for line in lines if line.startswith("ncu took")]
+    print(f"resumed: {len(kept)} chunks kept, {len(profiled)} profiled again")
+    assert len(kept) >= 2 and len(kept) + len(profiled) == 4 and profiled
+    assert config_metrics(pd.read_parquet(paths["long"]))["config_id"].nunique() == 4

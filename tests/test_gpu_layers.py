@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import ROOT, measure_study
+from conftest import ROOT, measure_study, variants_as_run
 from ncuflow.config import load_study
 from ncuflow.derive import config_metrics
 from ncuflow.harness import missing_modules
@@ -42,7 +42,7 @@ def _measure(tmp_path: Path, kernels: Path, experiments: dict) -> dict[str, dict
 @pytest.mark.parametrize("family", list(SIZES))
 def test_every_variant_matches_the_reference(tmp_path: Path, family: str) -> None:
     declared = load_family(ROOT / "kernels", family).variants
-    variants = dict.fromkeys(declared)
+    variants = variants_as_run(family)  # at their defaults and as config.yaml runs them
     found = _measure(tmp_path, ROOT / "kernels", {
         family: {"family": family, "sizes": SIZES[family], "variants": variants}})  # fmt: skip
     optional = {v for v, spec in declared.items() if missing_modules(spec)}  # torch, say

@@ -5,9 +5,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import CAPTURE, ROOT
+from conftest import CAPTURE, ROOT, replayed
+from ncuflow.collect import status_line
 from ncuflow.errors import NcuflowError
-from ncuflow.replay import capture_dir, replay_measure, replay_profile, save_capture
+from ncuflow.replay import (
+    capture_dir,
+    capture_mismatches,
+    info,
+    replay_measure,
+    replay_profile,
+    save_capture,
+)
+
+NCU = info(CAPTURE)["settings"]["ncu"]  # what the capture's run asked ncu for
 
 
 def _plan(sizes: list[int], variant: str = "naive") -> dict:
@@ -58,14 +68,17 @@ def test_a_host_variant_has_no_ncu_rows_to_replay(tmp_path: Path) -> None:
 
 
 def test_unknown_capture_lists_the_ones_there() -> None:
-    with pytest.raises(NcuflowError, match="captures here: h100-sxm, h100-sxm-coarsening"):
+    with pytest.raises(
+        NcuflowError,
+        match="captures here: h100-sxm, h100-sxm-classifier_layers, h100-sxm-coarsening",
+    ):
         capture_dir(ROOT, "a100")
 
 
 def test_a_replay_is_never_saved_as_a_capture(tmp_path: Path) -> None:
     (tmp_path / "device.json").write_text(json.dumps({"replayed_from": "h100-sxm"}))
     with pytest.raises(NcuflowError, match="holds a replay"):
-        save_capture(tmp_path, tmp_path, "x", [], "cmd")
+        save_capture(tmp_path, tmp_path, "x", [], "cmd", NCU)
 
 
 def test_a_capture_keeps_the_exact_values_and_the_gpu_table(tmp_path: Path) -> None:
@@ -73,9 +86,73 @@ def test_a_capture_keeps_the_exact_values_and_the_gpu_table(tmp_path: Path) -> N
     source = CAPTURE / "matmul_ladder"
     shutil.copytree(source, results / "matmul_ladder")
     shutil.copy2(CAPTURE / "device.json", results / "device.json")
-    folder = save_capture(results, tmp_path, "again", [("matmul_ladder", "naive")], "cmd")
-    for name in ("measure.json", "ncu_long.parquet"):
+    folder = save_capture(results, tmp_path, "again", [("matmul_ladder", "naive")], "cmd", NCU)
+    for name in ("plan.json", "measure.json", "ncu_long.parquet"):
         saved = folder / "matmul_ladder" / "naive" / name
         assert saved.read_bytes() == (source / "naive" / name).read_bytes()
     assert (folder / "matmul_ladder" / "table.parquet").is_file()
-    assert json.loads((folder / "capture.json").read_text())["device"] == "NVIDIA H100 80GB HBM3"
+    meta = json.loads((folder / "capture.json").read_text())
+    assert meta["device"] == "NVIDIA H100 80GB HBM3" and meta["settings"]["ncu"] == NCU
+
+
+def _captured(variant: str = "naive") -> tuple[dict, dict]:
+    """The plan and the timing records of one variant of the default capture."""
+    folder = CAPTURE / "matmul_ladder" / variant
+    return json.loads((folder / "plan.json").read_text()), json.loads(
+        (folder / "measure.json").read_text()
+    )
+
+
+def test_a_replay_with_the_capture_own_settings_differs_in_nothing() -> None:
+    plan, measured = _captured()
+    assert capture_mismatches(CAPTURE, NCU, plan, measured, list(measured)) == {}
+    for table in replayed("h100-sxm").values():  # the whole default study
+        assert table["capture_mismatch"].isna().all()
+
+
+def test_other_timing_seed_and_kernels_are_named_for_every_configuration() -> None:
+    plan, measured = _captured()
+    changed = {**plan, "timing": {**plan["timing"], "min_repeats": 10}, "seed": 7,
+               "family_fingerprint": "0" * 16}  # fmt: skip
+    found = capture_mismatches(CAPTURE, NCU, changed, measured, [])
+    assert sorted(found) == sorted(measured) and len(set(found.values())) == 1
+    why = found[next(iter(found))]
+    assert "timing.min_repeats 20 in the capture, 10 here" in why
+    assert "seed null in the capture, 7 here" in why  # the capture drew fresh inputs
+    assert "the kernel sources of family matmul changed since the capture" in why
+
+
+def test_other_ncu_settings_mark_the_profiled_configurations_only() -> None:
+    plan, measured = _captured()
+    ncu = {**NCU, "sections": [*NCU["sections"], "WarpStateStats"], "clock_control": "base"}
+    first = next(iter(measured))
+    found = capture_mismatches(CAPTURE, ncu, plan, measured, [first])
+    assert list(found) == [first]
+    assert 'ncu.clock_control "none" in the capture, "base" here' in found[first]
+    assert '"SpeedOfLight_RooflineChart", "WarpStateStats"] here' in found[first]
+
+
+def test_a_capture_that_keeps_no_plans_says_it_cannot_tell(tmp_path: Path) -> None:
+    folder = tmp_path / "old"
+    shutil.copytree(CAPTURE / "matmul_ladder" / "naive", folder / "matmul_ladder" / "naive")
+    (folder / "matmul_ladder" / "naive" / "plan.json").unlink()
+    (folder / "capture.json").write_text(json.dumps({"name": "old", "date": "2026-11-22"}))
+    plan, measured = _captured()
+    assert capture_mismatches(folder, NCU, plan, measured, list(measured)) == {}  # the same
+    changed = {**plan, "timing": {**plan["timing"], "min_repeats": 10}}
+    found = capture_mismatches(folder, NCU, changed, measured, list(measured))
+    why = "measured with other settings or kernel sources than this config's"
+    assert set(found.values()) == {f"{why} (capture old, 2026-11-22, keeps no plans)"}
+
+
+def test_the_table_and_the_last_lines_say_what_differs(tmp_path: Path) -> None:
+    table = replayed("h100-sxm-coarsening")["coarsening"]  # captured before plans were kept
+    assert table["capture_mismatch"].str.contains("keeps no plans").all()
+    path = tmp_path / "coarsening" / "table.parquet"
+    path.parent.mkdir()
+    table.to_parquet(path)
+    lines = status_line(path).splitlines()
+    assert len(lines) == 2 and lines[1].startswith(
+        f"ncuflow: coarsening: warning: {len(table[table['status'] != 'skipped'])} "
+        "configurations replayed from a capture that differs from this config: measured with"
+    )

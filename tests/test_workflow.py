@@ -65,7 +65,7 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
         svg = (results / f"{figure}.svg").read_text()
         assert "replayed from capture h100-sxm, 2026-11-23" in svg
     roofs = (results / "roofline.svg").read_text()
-    assert "FP16 tensor 974" in roofs and "TF32 tensor 489" in roofs and "measured 789" in roofs
+    assert "FP16 tensor 968" in roofs and "TF32 tensor 487" in roofs and "measured 754" in roofs
     assert "not drawn: no variant is swept" in (results / "sweep.svg").read_text()
     # replay reproduces the table the GPU run itself wrote, value for value
     gpu = pd.read_parquet(ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder"
@@ -134,6 +134,26 @@ def test_configuration_missing_from_the_capture_is_an_error_naming_it(workflow_c
         proc.stderr
     )
     assert "Traceback" not in proc.stderr
+
+
+def test_a_replay_measured_otherwise_says_so_in_its_last_lines(workflow_copy: Path) -> None:
+    """Other timing and ncu settings than the capture's: the run goes on, and says so."""
+    _write_config(
+        workflow_copy,
+        {"matmul_ladder": {"family": "matmul", "sizes": {"M": [1024, 2048], "N": "M", "K": "M"},
+                           "variants": {"naive": {"params": {"BLOCK_X": [32], "BLOCK_Y": [16]}}}}},
+        mode="replay", timing={"min_repeats": 10}, ncu={"clock_control": "base"},
+    )  # fmt: skip
+    proc = snakemake(workflow_copy, "--cores", "1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warned = [line for line in proc.stderr.splitlines() if "warning" in line]
+    assert warned == [
+        "ncuflow: matmul_ladder: warning: 2 configurations replayed from a capture that "
+        'differs from this config: ncu.clock_control "none" in the capture, "base" here; '
+        "timing.min_repeats 20 in the capture, 10 here"
+    ]
+    table = pd.read_parquet(workflow_copy / "results" / "matmul_ladder" / "table.parquet")
+    assert table["capture_mismatch"].str.contains("min_repeats 20 in the capture").all()
 
 
 @pytest.mark.parametrize(

@@ -90,9 +90,12 @@ def _derive(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     from .collect import collect
+    from .replay import ncu_settings
 
     jobs = [tuple(map(Path, job)) for job in args.job]
-    table = collect(args.experiment, jobs, args.device, args.out)  # type: ignore[arg-type]
+    ncu = ncu_settings(args.sections, args.clock_control, args.metrics)
+    replay = (args.capture, ncu) if args.capture else None
+    table = collect(args.experiment, jobs, args.device, args.out, replay)  # type: ignore[arg-type]
     log(table["status"].value_counts().to_string())
 
 
@@ -171,13 +174,15 @@ def _compare(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     from .config import load_study
-    from .replay import save_capture
+    from .replay import ncu_settings, save_capture
     from .strict import read_config
 
     config = read_config(args.configfile)
     study = load_study(config, args.configfile.resolve().parent)
     command = f"snakemake --configfile {args.configfile} --config mode=gpu"
-    folder = save_capture(args.results, Path("."), args.name, study.jobs(), command)
+    ncu = study.config["ncu"]
+    settings = ncu_settings(ncu["sections"], ncu["clock_control"], ncu["extra_metrics"])
+    folder = save_capture(args.results, Path("."), args.name, study.jobs(), command, settings)
     log(f"saved capture {args.name} in {folder}")
 
 
@@ -198,6 +203,11 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--capture", type=Path, help="capture folder (replay)")
         p.add_argument("--ncu", default="ncu", help="ncu executable (gpu)")
 
+    def ncu_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--sections", nargs="*", default=[])
+        p.add_argument("--clock-control", default="none")
+        p.add_argument("--metrics", nargs="*", default=[])
+
     p = stage("measure", _measure, "compile, check and time every configuration of a plan")
     p.add_argument("--plan", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
@@ -208,9 +218,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--long", type=Path, required=True, help="exact values, Parquet")
     p.add_argument("--csv", type=Path, help="ncu's raw CSV export (gpu)")
     p.add_argument("--chunk-size", type=int, default=16, help="configurations per ncu process")
-    p.add_argument("--sections", nargs="*", default=[])
-    p.add_argument("--clock-control", default="none")
-    p.add_argument("--metrics", nargs="*", default=[])
+    ncu_args(p)
     mode_args(p)
     p = stage("derive", _derive, "the registry's columns per configuration, from the long table")
     p.add_argument("--long", type=Path, required=True)
@@ -222,6 +230,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--device", type=Path, required=True, help="device.json")
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--capture", type=Path, help="the capture a replay came from, to compare")
+    ncu_args(p)  # this config's, compared with the capture's in a replay
     p = stage("plot", _plot, "the experiment's figures (PNG and SVG)")
     p.add_argument("--table", type=Path, required=True)
     p.add_argument("--device", type=Path, required=True)

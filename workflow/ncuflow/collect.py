@@ -15,9 +15,12 @@ from .analysis import classify, derived_columns
 from .errors import NcuflowError
 from .expr import ExprError
 from .metrics import COLUMNS
+from .replay import capture_mismatches
 from .spec import Family, Variant, load_family
 from .vocab import OK, PENDING, PROFILE_ERROR, PROFILE_ERRORS, SKIPPED, TIMED, plan_variant
 
+# A replay's capture folder and this config's ncu settings (replay.ncu_settings).
+Replay = tuple[Path, dict[str, Any]]
 # The columns every table starts with, in this order; the dimensions and tunables of the
 # family follow the first five, and per-kernel details follow these.
 LEADING = ["experiment", "family", "variant", "config_id", "dtype"]
@@ -34,7 +37,7 @@ MEASURED = [
 DETAILS = [
     "out_dtype", "baseline", "runs_on", "profiled", "merit", "speedup", "output_bytes",
     "executed_flops", "block", "grid", "dynamic_smem", "registers_per_thread_compiled",
-    "local_bytes_per_thread", "ncu_kernels",
+    "local_bytes_per_thread", "ncu_kernels", "capture_mismatch",
     "flops_undeclared", "dram_bytes_counted", "dram_write_deferred_bytes",
     *(c for c in COLUMNS if c not in {"ncu_time_ms", "dram_bytes", "l2_bytes", "l1_bytes",
                                       "sm_throughput_pct", "memory_throughput_pct",
@@ -57,15 +60,19 @@ def _not_profiled(variant: Variant) -> str:
 
 
 def variant_rows(
-    plan_path: Path, measure_path: Path, metrics_path: Path, ceilings: dict[str, Any]
-) -> list[dict]:
-    """One row per configuration of a variant; ``ceilings`` are the device's measured ones."""
+    plan_path: Path, measure_path: Path, metrics_path: Path, ceilings: dict[str, Any],
+    replay: Replay | None = None,
+) -> list[dict]:  # fmt: skip
+    """One row per configuration of a variant; ``ceilings`` are the device's measured ones;
+    ``replay``: the capture the records came from and this config's ncu settings, whose
+    differences from the capture's go into ``capture_mismatch``."""
     plan = json.loads(Path(plan_path).read_text())
     family, variant = plan_variant(plan)
     measured = json.loads(Path(measure_path).read_text())
     metrics = pd.read_parquet(metrics_path).set_index("config_id")
     errors_path = Path(metrics_path).with_name(PROFILE_ERRORS)
     profile_errors = json.loads(errors_path.read_text()) if errors_path.is_file() else {}
+    mismatches = capture_mismatches(*replay, plan, measured, metrics.index) if replay else {}
     rows = []
     for config in plan["configs"]:
         cid = config["config_id"]
@@ -92,6 +99,7 @@ def variant_rows(
             dynamic_smem=max(
                 (g["dynamic_smem"] for g in launches if "dynamic_smem" in g), default=None
             ),
+            capture_mismatch=mismatches.get(cid),
         )
         if config["status"] == PENDING:
             if cid not in measured:
@@ -147,12 +155,16 @@ def speedups(table: pd.DataFrame, family: Family, dims: list[str]) -> pd.Series:
 
 
 def collect(
-    experiment: str, jobs: Sequence[tuple[Path, Path, Path]], device: Path, out: Path
-) -> pd.DataFrame:
+    experiment: str, jobs: Sequence[tuple[Path, Path, Path]], device: Path, out: Path,
+    replay: Replay | None = None,
+) -> pd.DataFrame:  # fmt: skip
     """jobs: (plan.json, measure.json, metrics.parquet) of each variant, in config order;
-    device: device.json, whose measured ceilings the bound rule uses."""
-    ceilings = json.loads(Path(device).read_text()).get("ceilings", {})
-    rows = [row for job in jobs for row in variant_rows(*job, ceilings)]
+    device: device.json, whose measured ceilings the bound rule uses; replay: the capture
+    and this config's ncu settings, compared where device.json says it was replayed."""
+    facts = json.loads(Path(device).read_text())
+    ceilings = facts.get("ceilings", {})
+    replay = replay if facts.get("replayed_from") else None
+    rows = [row for job in jobs for row in variant_rows(*job, ceilings, replay)]
     table = pd.DataFrame(rows)
     if table.empty:
         raise NcuflowError(f"experiment {experiment} has no configurations")
@@ -171,7 +183,7 @@ def collect(
     for column in params:
         table[column] = table[column].astype("Int64")
     table["time_unstable"] = table["time_unstable"].astype("boolean")
-    for column in ("time_note", "bound", "bound_level", "bound_reason", "roof"):
+    for column in ("time_note", "bound", "bound_level", "bound_reason", "roof", "capture_mismatch"):
         table[column] = table[column].astype("string")
     for column in ("repeats", "registers_per_thread", "ncu_kernels", "dynamic_smem"):
         table[column] = table[column].astype("Float64").astype("Int64")
@@ -191,9 +203,15 @@ STATUSES = ["ok", "skipped", "wrong_result", "compile_error", "launch_error", "t
 def status_line(table_path: Path) -> str:
     """One line for the end of a run: an experiment's configurations by status, and where
     the reasons are."""
-    table = pd.read_parquet(table_path, columns=["experiment", "status"])
+    table = pd.read_parquet(table_path)
+    name = table["experiment"].iloc[0]
     counts = table["status"].value_counts()
     shown = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)
     failed = len(table) - counts.get("ok", 0) - counts.get("skipped", 0)
     where = f"; why: the error column of {table_path.with_suffix('.csv')}" if failed else ""
-    return f"ncuflow: {table['experiment'].iloc[0]}: {shown}{where}"
+    lines = [f"ncuflow: {name}: {shown}{where}"]
+    if "capture_mismatch" in table:  # a replay whose capture was measured otherwise
+        for why, count in table["capture_mismatch"].dropna().value_counts(sort=False).items():
+            lines.append(f"ncuflow: {name}: warning: {count} configurations replayed from "
+                         f"a capture that differs from this config: {why}")  # fmt: skip
+    return "\n".join(lines)

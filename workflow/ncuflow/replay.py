@@ -6,6 +6,12 @@ the report (``ncu_long.parquet``), plus ``device.json`` (with the measured ceili
 ``capture.json`` (when, where, with which command). Replay copies exactly those records
 for the configurations the config asks for; deriving, collecting and plotting then run
 for real. A configuration the capture lacks is an error, never invented.
+
+A capture also keeps each variant's plan (``plan.json``) and the ncu settings of its run
+(``capture.json``), so a replay can say where this config would measure otherwise:
+``capture_mismatches`` gives, per configuration, every difference in timing, seed, scalars,
+dtype, kernel sources, ncuflow version and ncu settings; the table keeps it in the
+``capture_mismatch`` column and the run's last lines repeat it.
 """
 
 from __future__ import annotations
@@ -19,13 +25,15 @@ from typing import Any
 
 import pandas as pd
 
+from . import __version__
 from .errors import NcuflowError
 from .ncu_rep import LONG_COLUMNS, write_long
-from .records import atomic_write
+from .records import atomic_write, fingerprint
 from .vocab import PENDING, PROFILE_ERRORS, plan_variant, profiled_ids
 
 CAPTURES = Path("resources") / "captures"
 MEASURE, NCU_LONG, DEVICE, INFO = "measure.json", "ncu_long.parquet", "device.json", "capture.json"
+PLAN = "plan.json"
 TABLE = "table.parquet"  # the GPU run's own table: what a replay must reproduce
 
 
@@ -105,10 +113,18 @@ def replay_ceilings(folder: Path, out: Path) -> None:
     out.write_text(json.dumps(facts.get("ceilings", {}), indent=1, sort_keys=True) + "\n")
 
 
+def ncu_settings(sections: Iterable[str], clock_control: str, metrics: Iterable[str]) -> dict:
+    """The ncu settings that decide what a profile holds, as a capture records them."""
+    return {"sections": list(sections), "clock_control": clock_control,
+            "extra_metrics": list(metrics)}  # fmt: skip
+
+
 def save_capture(
-    results: Path, root: Path, name: str, jobs: Iterable[tuple[str, str]], command: str
-) -> Path:
-    """Copy a GPU run's records into resources/captures/<name>/ (replacing what was there)."""
+    results: Path, root: Path, name: str, jobs: Iterable[tuple[str, str]], command: str,
+    ncu: dict[str, Any],
+) -> Path:  # fmt: skip
+    """Copy a GPU run's records and plans into resources/captures/<name>/ (replacing what
+    was there), with the run's ncu settings."""
     device = json.loads((results / DEVICE).read_text())
     if device.get("replayed_from"):
         raise NcuflowError(f"{results} holds a replay, not a GPU run: nothing to capture")
@@ -117,7 +133,7 @@ def save_capture(
         shutil.rmtree(folder)
     for experiment, variant in jobs:
         source = results / experiment / variant
-        for file in (MEASURE, NCU_LONG):
+        for file in (PLAN, MEASURE, NCU_LONG):
             if not (source / file).is_file():
                 raise NcuflowError(f"{source / file} is missing: run the workflow first")
             (folder / experiment / variant).mkdir(parents=True, exist_ok=True)
@@ -131,6 +147,54 @@ def save_capture(
         "device": device.get("name"),
         "saved": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command": command,
+        "settings": {"ncuflow": __version__, "ncu": ncu},
     }
     (folder / INFO).write_text(json.dumps(meta, indent=1) + "\n")
     return folder
+
+
+def _differences(prefix: str, captured: Any, here: Any) -> list[str]:
+    """``prefix: <captured> in the capture, <here> here``, per differing key of two dicts."""
+    if isinstance(captured, dict) and isinstance(here, dict):
+        keys = sorted(set(captured) | set(here), key=str)
+        return [d for k in keys
+                for d in _differences(f"{prefix}.{k}", captured.get(k), here.get(k))]  # fmt: skip
+    if captured == here:
+        return []
+    return [f"{prefix} {json.dumps(captured)} in the capture, {json.dumps(here)} here"]
+
+
+def capture_mismatches(
+    folder: Path, ncu: dict[str, Any], plan: dict[str, Any], measured: dict[str, Any],
+    profiled: Iterable[str],
+) -> dict[str, str]:  # fmt: skip
+    """Why each replayed configuration of ``plan`` may not be what this config would
+    measure, by configuration id: its record's fingerprint (timing, seed, scalars, dtype,
+    kernel sources, ncuflow version) against this plan's, each difference named from the
+    capture's own plan and settings; and, for the ``profiled`` ones, the ncu settings. A
+    capture from before plans were kept gets one line that says so."""
+    meta = info(folder)
+    settings = meta.get("settings") or {}
+    ncu_found = _differences("ncu", settings["ncu"], ncu) if "ncu" in settings else []
+    plan_file = folder / plan["experiment"] / plan["variant"] / PLAN
+    old = json.loads(plan_file.read_text()) if plan_file.is_file() else None
+    old_rows = {r["config_id"]: r for r in old["configs"]} if old else {}
+    found: dict[str, list[str]] = {c: list(ncu_found) for c in profiled if ncu_found}
+    for row in plan["configs"]:
+        cid, record = row["config_id"], measured.get(row["config_id"])
+        if not record or record.get("fingerprint") == fingerprint(plan, row):
+            continue
+        if old is None:
+            why = [f"measured with other settings or kernel sources than this config's "
+                   f"(capture {folder.name}, {meta.get('date')}, keeps no plans)"]  # fmt: skip
+        else:
+            why = [*_differences("timing", old["timing"], plan["timing"]),
+                   *_differences("seed", old["seed"], plan["seed"]),
+                   *_differences("scalars", old.get("scalars"), plan.get("scalars")),
+                   *_differences("dtype", old_rows.get(cid, {}).get("dtype"), row.get("dtype")),
+                   *_differences("ncuflow", settings.get("ncuflow"), __version__)]  # fmt: skip
+            if old["family_fingerprint"] != plan["family_fingerprint"]:
+                why.append(f"the kernel sources of family {plan['family']} changed since the "
+                           "capture")  # fmt: skip
+        found.setdefault(cid, []).extend(why or ["measured with other settings than this config's"])
+    return {cid: "; ".join(dict.fromkeys(why)) for cid, why in found.items()}

@@ -25,6 +25,9 @@ rule collect:
             input.device,
             "--out",
             output.table,
+            "--capture",
+            CAPTURE,
+            NCU_ARGS,
         ),
     shell:
         "{params.cmd} --log {log:q}"

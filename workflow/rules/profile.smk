@@ -28,14 +28,9 @@ rule profile:
             "--csv",
             output.csv,
             MODE_ARGS,
-            "--clock-control",
-            config["ncu"]["clock_control"],
+            NCU_ARGS,
             "--chunk-size",
             config["ncu"]["chunk_size"],
-            "--sections",
-            config["ncu"]["sections"],
-            "--metrics",
-            config["ncu"]["extra_metrics"],
         ),
     shell:
         "{params.cmd} --log {log:q}"
