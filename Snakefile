@@ -75,15 +75,23 @@ onsuccess:
             print(status_line(_table), file=sys.stderr)
 
 
+# On a cluster (profiles/slurm) these run on the submitting machine; the GPU stages are jobs.
+localrules:
+    all,
+    collect,
+    plot,
+    family_figure,
+    summary,
+    device_table,
+
+
 wildcard_constraints:
     experiment="[A-Za-z0-9_-]+",
     variant="[A-Za-z0-9_-]+",
 
 
-include: "workflow/rules/plan.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/profile.smk"
-include: "workflow/rules/derive.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/plot.smk"
 include: "workflow/rules/summary.smk"

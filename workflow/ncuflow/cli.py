@@ -32,15 +32,20 @@ def _logger(path: Path | None) -> Callable[[str], None]:
     return log
 
 
-def _resolve(args: argparse.Namespace, log: Callable[[str], None]) -> str:
+def _resolve(args: argparse.Namespace, log: Callable[[str], None], exclusive: bool = True) -> str:
     """gpu or replay, decided here, in the job, by what this machine has (mode: auto), or
-    as the config says; the capture must exist for a replay."""
+    as the config says; the capture must exist for a replay. An ``exclusive`` job (one
+    that measures) first claims a GPU of its own (ncuflow.slots)."""
     from .device import resolve_mode
     from .replay import checked_capture
+    from .slots import claim_gpu, release_gpu
 
+    if exclusive and args.mode != "replay":  # before CUDA starts: a GPU no other job holds
+        claim_gpu(log)
     mode, why = resolve_mode(args.mode, args.ncu)
     log(f"mode {mode}: {why}")
     if mode == "replay":
+        release_gpu()
         if args.capture is None:
             raise NcuflowError(
                 "this job replays, but no capture was named (capture: in the config)"
@@ -61,6 +66,10 @@ def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    import pandas as pd
+
+    from .derive import config_metrics
+
     if _resolve(args, log) == "replay":
         from .replay import replay_profile
 
@@ -75,17 +84,10 @@ def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         settings = NcuSettings(args.ncu, tuple(args.sections), args.clock_control,
                                tuple(args.metrics), args.chunk_size)  # fmt: skip
         profile_stage(args.plan, args.measure, args.long, args.csv, settings, log)
-
-
-def _derive(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    import pandas as pd
-
-    from .derive import config_metrics
-
-    long = pd.read_parquet(args.long)
-    metrics = config_metrics(long)
-    metrics.to_parquet(args.metrics, index=False)
-    log(f"{len(metrics)} configurations from {len(long)} metric values")
+    if args.derived:
+        metrics = config_metrics(pd.read_parquet(args.long))
+        metrics.to_parquet(args.derived, index=False)
+        log(f"the registry's columns of {len(metrics)} configurations in {args.derived}")
 
 
 def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -117,7 +119,7 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _device(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    if _resolve(args, log) == "replay":
+    if _resolve(args, log, exclusive=False) == "replay":  # facts only: any GPU will do
         from .replay import replay_device
 
         replay_device(args.capture, args.out)
@@ -218,11 +220,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--long", type=Path, required=True, help="exact values, Parquet")
     p.add_argument("--csv", type=Path, help="ncu's raw CSV export (gpu)")
     p.add_argument("--chunk-size", type=int, default=16, help="configurations per ncu process")
+    p.add_argument("--derived", type=Path, help="the registry's columns per configuration, here")
     ncu_args(p)
     mode_args(p)
-    p = stage("derive", _derive, "the registry's columns per configuration, from the long table")
-    p.add_argument("--long", type=Path, required=True)
-    p.add_argument("--metrics", type=Path, required=True)
     p = stage("collect", _collect, "one table of an experiment's configurations")
     p.add_argument("--experiment", required=True)
     p.add_argument(

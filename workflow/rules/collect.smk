@@ -1,4 +1,4 @@
-# Stage 5: one table per experiment, one row per configuration (skipped ones included).
+# Stage 3: one table per experiment, one row per configuration (skipped ones included).
 
 
 rule collect:

@@ -25,6 +25,8 @@ rule device_facts:
         "results/device.json",
     log:
         "results/logs/device.log",
+    resources:
+        gpu=1,  # the facts of the GPU the jobs run on, where they run
     params:
         cmd=lambda wc, input, output: command_line(
             "device", "--out", output[0], "--ceilings", input.ceilings, MODE_ARGS

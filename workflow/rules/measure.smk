@@ -1,18 +1,24 @@
-# Stage 2 (GPU): compile, check against the reference, and time every configuration.
+# Stage 1 (GPU): compile, check against the reference, and time every configuration of an
+# (experiment, variant). Its plan, the configurations expanded from the config, is written
+# once by the main process under .snakemake/ncuflow/plans/, named by a hash of its content:
+# a change to the grid, the sizes, the timing or the kernel sources (through the family
+# fingerprint) changes the name, so Snakemake measures and profiles again. The job keeps a
+# copy beside its records.
 
 
 rule measure:
     input:
-        plan="results/{experiment}/{variant}/plan.json",
+        plan=lambda wc: STUDY.plan_file(wc.experiment, wc.variant),
     output:
-        "results/{experiment}/{variant}/measure.json",
+        plan="results/{experiment}/{variant}/plan.json",
+        measure="results/{experiment}/{variant}/measure.json",
     log:
         "results/{experiment}/{variant}/logs/measure.log",
     resources:
         gpu=1,
     params:
-        cmd=lambda wc, input, output: command_line(
-            "measure", "--plan", input.plan, "--out", output[0], MODE_ARGS
+        cmd=lambda wc, output: command_line(
+            "measure", "--plan", output.plan, "--out", output.measure, MODE_ARGS
         ),
     shell:
-        "{params.cmd} --log {log:q}"
+        "cp {input.plan:q} {output.plan:q} && {params.cmd} --log {log:q}"

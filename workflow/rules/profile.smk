@@ -1,7 +1,8 @@
-# Stage 3 (GPU): ncu profiles every configuration that ran to the end, ncu.chunk_size per
+# Stage 2 (GPU): ncu profiles every configuration that ran to the end, ncu.chunk_size per
 # process (each chunk kept in profile_chunks/ as it completes, so an interrupted run
 # profiles again only what was missing); every numeric value of the reports goes, at full
-# precision, into ncu_long.parquet; what ncu could not profile, into profile_errors.json.
+# precision, into ncu_long.parquet, and the registry's columns per configuration into
+# metrics.parquet; what ncu could not profile, into profile_errors.json.
 
 
 rule profile:
@@ -11,6 +12,7 @@ rule profile:
     output:
         csv="results/{experiment}/{variant}/ncu_raw.csv",
         long="results/{experiment}/{variant}/ncu_long.parquet",
+        metrics="results/{experiment}/{variant}/metrics.parquet",
         errors="results/{experiment}/{variant}/profile_errors.json",
     log:
         "results/{experiment}/{variant}/logs/profile.log",
@@ -27,6 +29,8 @@ rule profile:
             output.long,
             "--csv",
             output.csv,
+            "--derived",
+            output.metrics,
             MODE_ARGS,
             NCU_ARGS,
             "--chunk-size",

@@ -1,4 +1,4 @@
-# Stage 7: the tables a report quotes: each variant's best configuration per problem size,
+# Stage 5: the tables a report quotes: each variant's best configuration per problem size,
 # with its share of the library baseline, speedup over the first rung, and bound.
 
 
