@@ -156,3 +156,13 @@ def test_the_table_and_the_last_lines_say_what_differs(tmp_path: Path) -> None:
         f"ncuflow: coarsening: warning: {len(table[table['status'] != 'skipped'])} "
         "configurations replayed from a capture that differs from this config: measured with"
     )
+
+
+def test_every_measured_row_names_its_device() -> None:
+    table = replayed("h100-sxm")["matmul_ladder"]  # records from before jobs named it
+    host = table["runs_on"] == "cpu"
+    assert (table.loc[~host, "device"] == "NVIDIA H100 80GB HBM3").all()
+    assert table.loc[host, "device"].str.startswith("host: ").all()
+    classifier = replayed("h100-sxm")["classifier"]
+    skipped = classifier["status"] == "skipped"
+    assert skipped.any() and classifier.loc[skipped, "device"].isna().all()

@@ -37,7 +37,7 @@ MEASURED = [
 DETAILS = [
     "out_dtype", "baseline", "runs_on", "profiled", "merit", "speedup", "output_bytes",
     "executed_flops", "block", "grid", "dynamic_smem", "registers_per_thread_compiled",
-    "local_bytes_per_thread", "ncu_kernels", "capture_mismatch",
+    "local_bytes_per_thread", "ncu_kernels", "device", "capture_mismatch",
     "flops_undeclared", "dram_bytes_counted", "dram_write_deferred_bytes",
     *(c for c in COLUMNS if c not in {"ncu_time_ms", "dram_bytes", "l2_bytes", "l1_bytes",
                                       "sm_throughput_pct", "memory_throughput_pct",
@@ -168,6 +168,11 @@ def collect(
     table = pd.DataFrame(rows)
     if table.empty:
         raise NcuflowError(f"experiment {experiment} has no configurations")
+    if "device" not in table:  # records from before each job named its device
+        table["device"] = None
+    named = np.where(table["runs_on"] == "gpu", facts.get("name"), f"host: {facts.get('cpu')}")
+    measured = table["status"] != SKIPPED
+    table["device"] = table["device"].where(~measured | table["device"].notna(), named)
     family = load_family(
         Path(json.loads(Path(jobs[0][0]).read_text())["kernels_dir"]), table["family"].iloc[0]
     )
@@ -183,7 +188,8 @@ def collect(
     for column in params:
         table[column] = table[column].astype("Int64")
     table["time_unstable"] = table["time_unstable"].astype("boolean")
-    for column in ("time_note", "bound", "bound_level", "bound_reason", "roof", "capture_mismatch"):
+    for column in ("time_note", "bound", "bound_level", "bound_reason", "roof", "device",
+                   "capture_mismatch"):  # fmt: skip
         table[column] = table[column].astype("string")
     for column in ("repeats", "registers_per_thread", "ncu_kernels", "dynamic_smem"):
         table[column] = table[column].astype("Float64").astype("Int64")

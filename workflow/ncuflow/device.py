@@ -104,6 +104,22 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def measured_on(runs_on: str) -> str:
+    """What a job measures on, as the table's ``device`` column names it: the GPU it holds,
+    with its UUID (two GPUs of one model are two devices), or the host's CPU."""
+    if runs_on != "gpu":
+        return f"host: {_cpu_model()}"
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    raw = props.get("uuid")
+    if not isinstance(raw, bytes) or len(raw) != 16:
+        return name
+    h = raw.hex()
+    return f"{name} (GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]})"
+
+
 def gpu_facts(ncu_path: str) -> dict[str, Any]:
     """What the figures' titles and a capture's provenance need, read off device 0."""
     import cupy

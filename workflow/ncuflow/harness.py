@@ -361,6 +361,8 @@ def _load(plan_path: Path) -> tuple[dict[str, Any], Family, Variant]:
 
 def measure_worker(plan_path: Path, records_path: Path) -> int:
     """Measure every pending configuration that has no record yet; append records."""
+    from .device import measured_on
+
     plan, family, variant = _load(plan_path)
     done, _ = records.read(records_path)
     todo = [r for r in plan["configs"] if r["status"] == PENDING and r["config_id"] not in done]
@@ -376,7 +378,7 @@ def measure_worker(plan_path: Path, records_path: Path) -> int:
                 records_path, {"event": "done", "config_id": row["config_id"], "record": record}
             )
         return 0
-    flush = None
+    device, flush = measured_on(variant.runs_on), None
     if plan["timing"]["flush_l2"] and variant.runs_on == "gpu":
         cp = _cupy()
         l2_bytes = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"]
@@ -386,7 +388,7 @@ def measure_worker(plan_path: Path, records_path: Path) -> int:
         for row in rows:
             records.append(records_path, {"event": "start", "config_id": row["config_id"]})
             record = measure_config(family, variant, row, problem, plan["timing"], flush)
-            record.update(seed=seed, fingerprint=records.fingerprint(plan, row))
+            record.update(seed=seed, fingerprint=records.fingerprint(plan, row), device=device)
             records.append(
                 records_path, {"event": "done", "config_id": row["config_id"], "record": record}
             )
