@@ -166,3 +166,13 @@ def test_every_measured_row_names_its_device() -> None:
     classifier = replayed("h100-sxm")["classifier"]
     skipped = classifier["status"] == "skipped"
     assert skipped.any() and classifier.loc[skipped, "device"].isna().all()
+
+
+@pytest.mark.parametrize("capture", ["h100-sxm", "h100-sxm-classifier_layers",
+                                     "h100-sxm-conv_layers"])  # fmt: skip
+def test_a_replay_reproduces_the_gpu_tables_value_for_value(capture: str) -> None:
+    for name, table in replayed(capture).items():
+        gpu = pd.read_parquet(CAPTURE.parent / capture / name / "table.parquet")
+        numeric = [c for c in gpu.columns if pd.api.types.is_numeric_dtype(gpu[c])]
+        pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
+        assert (table["status"] == gpu["status"]).all() and len(table) == len(gpu)
