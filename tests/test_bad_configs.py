@@ -60,6 +60,8 @@ CHANGES = [
     ("kernels_dir", 3, "kernels_dir", "3 is an int, not ['string', 'null']"),
     ("kernels_dir", "/no/such/folder", "kernels_dir", "/no/such/folder is not a folder"),
     ("max_configurations", 0, "max_configurations", "0 is less than the minimum of 1"),
+    ("configurations_per_job", 0, "configurations_per_job", "0 is less than the minimum of 1"),
+    ("configurations_per_job", 2.0, "configurations_per_job", "2.0 is a float, expected an integer"),
     ("experiments", {}, "experiments", "{} should be non-empty"),
     ("experiments", DELETE, "(top level)", "'experiments' is a required property"),
     ("timing/warmup", -1, "timing.warmup", "-1 is less than the minimum of 0"),

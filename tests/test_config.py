@@ -34,6 +34,26 @@ def test_plan_carries_what_the_gpu_stages_need() -> None:
     assert len(plan["family_fingerprint"]) == 16
 
 
+def test_a_variant_is_split_into_jobs_of_at_most_so_many_configurations() -> None:
+    config = minimal_config(variants={"smem_tiled": {"params": {"TILE": [8, 16, 64]}}},
+                            sizes={"M": [64, 1023, 2049], "N": "M", "K": "M"})  # fmt: skip
+    config["configurations_per_job"] = 2
+    study = load_study(config)
+    plans = [study.plan("sq", "smem_tiled", part) for part in study.parts("sq", "smem_tiled")]
+    whole = study.plan("sq", "smem_tiled")["configs"]
+    pending = [row for row in whole if row["status"] == "pending"]
+    assert study.count() == (9, 6) and study.parts("sq", "smem_tiled") == ["p0", "p1", "p2"]
+    assert [[r["config_id"] for r in plan["configs"] if r["status"] == "pending"]
+            for plan in plans] == [[r["config_id"] for r in pending[i : i + 2]]
+                                   for i in (0, 2, 4)]  # fmt: skip
+    skipped = [row for row in whole if row["status"] == "skipped"]  # TILE=64: 4096 threads
+    assert len(skipped) == 3 and all(row in plans[0]["configs"] for row in skipped)
+    assert sum(len(plan["configs"]) for plan in plans) == len(whole)
+    assert [r for r in whole if r in plans[0]["configs"]] == plans[0]["configs"]  # grid order
+    config["configurations_per_job"] = 100
+    assert load_study(config).parts("sq", "smem_tiled") == ["p0"]
+
+
 def _with(config: dict, path: str, value: object) -> dict:
     config = copy.deepcopy(config)
     node = config

@@ -82,15 +82,30 @@ def test_a_replay_is_never_saved_as_a_capture(tmp_path: Path) -> None:
 
 
 def test_a_capture_keeps_the_exact_values_and_the_gpu_table(tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    source = CAPTURE / "matmul_ladder"
-    shutil.copytree(source, results / "matmul_ladder")
-    shutil.copy2(CAPTURE / "device.json", results / "device.json")
-    folder = save_capture(results, tmp_path, "again", [("matmul_ladder", "naive")], "cmd", NCU)
-    for name in ("plan.json", "measure.json", "ncu_long.parquet"):
-        saved = folder / "matmul_ladder" / "naive" / name
-        assert saved.read_bytes() == (source / "naive" / name).read_bytes()
-    assert (folder / "matmul_ladder" / "table.parquet").is_file()
+    """A variant measured in two jobs (p0, p1) is one set of files in the capture."""
+    results = tmp_path / "results" / "matmul_ladder"
+    source = CAPTURE / "matmul_ladder" / "naive"
+    plan, measured = _captured()
+    long = pd.read_parquet(source / "ncu_long.parquet")
+    ids = [row["config_id"] for row in plan["configs"]]
+    for part, half in (("p0", ids[:2]), ("p1", ids[2:])):
+        (results / "naive" / part).mkdir(parents=True)
+        rows = [row for row in plan["configs"] if row["config_id"] in half]
+        (results / "naive" / part / "plan.json").write_text(json.dumps({**plan, "configs": rows}))
+        (results / "naive" / part / "measure.json").write_text(
+            json.dumps({c: measured[c] for c in half})
+        )
+        long[long["config_id"].isin(half)].to_parquet(results / "naive" / part / "ncu_long.parquet")
+    shutil.copy2(CAPTURE / "matmul_ladder" / "table.parquet", results / "table.parquet")
+    shutil.copy2(CAPTURE / "device.json", results.parent / "device.json")
+    jobs = [("matmul_ladder", "naive", ["p0", "p1"])]
+    folder = save_capture(results.parent, tmp_path, "again", jobs, "cmd", NCU) / "matmul_ladder"
+    assert json.loads((folder / "naive" / "plan.json").read_text()) == plan
+    assert json.loads((folder / "naive" / "measure.json").read_text()) == measured
+    saved = pd.read_parquet(folder / "naive" / "ncu_long.parquet")
+    pd.testing.assert_frame_equal(saved, long, check_exact=True)
+    assert (folder / "table.parquet").is_file()
+    folder = folder.parent
     meta = json.loads((folder / "capture.json").read_text())
     assert meta["device"] == "NVIDIA H100 80GB HBM3" and meta["settings"]["ncu"] == NCU
 

@@ -1,5 +1,6 @@
 """The whole workflow through Snakemake in a temporary copy, replaying the H100 capture."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -9,7 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import CAPTURES, ROOT
+import ncuflow
+from conftest import CAPTURES, ROOT, replayed
 from ncuflow.device import cuda_device
 from ncuflow.spec import STANDARD_FIGURES
 
@@ -82,7 +84,7 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert ladder.returncode == 0, ladder.stdout + ladder.stderr
     assert ladder.stdout.count("PASS") == 3 and "| warptile | float32 |" in ladder.stdout
     for variant in ("naive", "smem_tiled", "cublas_fp32"):
-        long = pd.read_parquet(results / variant / "ncu_long.parquet")
+        long = pd.read_parquet(results / variant / "p0" / "ncu_long.parquet")
         assert set(long["config_id"]) == set(table.loc[table["variant"] == variant, "config_id"])
     assert "replayed_from" in (workflow_copy / "results" / "device.json").read_text()
     again = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
@@ -119,6 +121,27 @@ def test_a_family_that_only_moves_bytes_replays_end_to_end(workflow_copy: Path) 
     numeric = [c for c in gpu.columns if pd.api.types.is_numeric_dtype(gpu[c])]
     pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
     assert "B/s (compulsory bytes / median time)" in (results / "performance.svg").read_text()
+
+
+def test_a_variant_split_into_jobs_replays_to_the_same_table(workflow_copy: Path) -> None:
+    """Ten configurations per job: regtile_vd's 27 make three jobs, whose rows make the same
+    table as one job per variant does."""
+    proc = snakemake(workflow_copy, "--cores", "2", "--configfile",
+                     "experiments/register_tiling.yaml", "--config", "mode=replay",
+                     "configurations_per_job=10")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = workflow_copy / "results" / "register_tiling"
+    assert sorted(p.name for p in (results / "regtile_vd").iterdir()) == ["p0", "p1", "p2"]
+    assert (
+        len(json.loads((results / "regtile_vd" / "p2" / "plan.json").read_text())["configs"]) == 7
+    )
+    table = pd.read_parquet(results / "table.parquet")
+    whole = replayed("h100-sxm-register_tiling")["register_tiling"]  # one job per variant
+    numeric = [c for c in whole.columns if pd.api.types.is_numeric_dtype(whole[c])]
+    pd.testing.assert_frame_equal(table[numeric], whole[numeric], check_exact=True)
+    long = ncuflow.load(workflow_copy / "results", metrics=True)
+    assert set(long["variant"]) == {"smem_tiled", "regtile_vd", "cublas_fp32"}
+    assert long.loc[long["variant"] == "regtile_vd", "config_id"].nunique() == 27
 
 
 def test_configuration_missing_from_the_capture_is_an_error_naming_it(workflow_copy: Path) -> None:

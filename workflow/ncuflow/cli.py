@@ -184,7 +184,8 @@ def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     command = f"snakemake --configfile {args.configfile} --config mode=gpu"
     ncu = study.config["ncu"]
     settings = ncu_settings(ncu["sections"], ncu["clock_control"], ncu["extra_metrics"])
-    folder = save_capture(args.results, Path("."), args.name, study.jobs(), command, settings)
+    jobs = [(e, v, study.parts(e, v)) for e, v in study.jobs()]
+    folder = save_capture(args.results, Path("."), args.name, jobs, command, settings)
     log(f"saved capture {args.name} in {folder}")
 
 

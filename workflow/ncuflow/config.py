@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -107,15 +107,49 @@ class Study:
     config: dict[str, Any]
     kernels_dir: Path
     experiments: dict[str, Experiment]
+    # each variant's configurations by part (parts()), worked out once
+    _split: dict[tuple[str, str], list[list[dict[str, Any]]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def jobs(self) -> Iterator[tuple[str, str]]:
         for name, experiment in self.experiments.items():
             for variant in experiment.variants:
                 yield name, variant
 
-    def plan(self, experiment: str, variant: str) -> dict[str, Any]:
-        """What the GPU stages need for one (experiment, variant): written as plan.json."""
+    def parts(self, experiment: str, variant: str) -> list[str]:
+        """The jobs a variant's configurations are split into (p0, p1, ...), each of at most
+        ``configurations_per_job`` pending ones, so that a long sweep spreads over GPUs."""
+        return [f"p{i}" for i in range(len(self._parts(experiment, variant)))]
+
+    def _parts(self, experiment: str, variant: str) -> list[list[dict[str, Any]]]:
+        """Each part's configurations, in the grid's order: its share of the pending ones;
+        the first part also lists the skipped ones."""
+        key = (experiment, variant)
+        if key not in self._split:
+            size, pending = self.config["configurations_per_job"], 0
+            split: list[list[dict[str, Any]]] = [[]]
+            for row in self.experiments[experiment].configs[variant]:  # in the grid's order
+                part = pending // size if row["status"] == PENDING else 0
+                pending += row["status"] == PENDING
+                if part == len(split):
+                    split.append([])
+                split[part].append(row)
+            self._split[key] = split
+        return self._split[key]
+
+    def part_jobs(self) -> Iterator[tuple[str, str, str]]:
+        for experiment, variant in self.jobs():
+            for part in self.parts(experiment, variant):
+                yield experiment, variant, part
+
+    def plan(self, experiment: str, variant: str, part: str | None = None) -> dict[str, Any]:
+        """What the GPU stages need for one (experiment, variant), or for one ``part`` of it
+        (parts()): written as plan.json."""
         exp = self.experiments[experiment]
+        configs = exp.configs[variant]
+        if part is not None:
+            configs = self._parts(experiment, variant)[int(part[1:])]
         return {
             "experiment": experiment,
             "family": exp.family.name,
@@ -125,29 +159,34 @@ class Study:
             "seed": self.config["seed"],
             "timing": self.config["timing"],
             "scalars": exp.scalars,
-            "configs": exp.configs[variant],
+            "configs": configs,
         }
 
-    def plan_json(self, experiment: str, variant: str) -> str:
-        return json.dumps(self.plan(experiment, variant), indent=1, sort_keys=True)
+    def plan_json(self, experiment: str, variant: str, part: str | None = None) -> str:
+        return json.dumps(self.plan(experiment, variant, part), indent=1, sort_keys=True)
 
-    def plan_file(self, experiment: str, variant: str, folder: Path = PLANS) -> str:
+    def plan_file(
+        self, experiment: str, variant: str, part: str | None = None, folder: Path = PLANS
+    ) -> str:
         """The plan written once under ``folder``, named by a hash of its content: a job
         copies it (cheap, and no plan travels as a parameter), and a changed plan has a
         changed name, which makes Snakemake run the job again."""
-        text = self.plan_json(experiment, variant)
+        text = self.plan_json(experiment, variant, part)
         path = Path(folder) / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, text)
         return str(path)
 
-    def collect_inputs(self, experiment: str) -> list[str]:
-        """What the collect stage reads, (plan, measure, metrics) of each variant in turn."""
+    def collect_inputs(self, experiment: str, name: str | None = None) -> list[str]:
+        """What the collect stage reads, (plan, measure, metrics) of each part of each
+        variant in turn; or only the file ``name`` of each."""
+        names = [name] if name else ["plan.json", "measure.json", "metrics.parquet"]
         return [
-            f"results/{experiment}/{variant}/{name}"
+            f"results/{experiment}/{variant}/{part}/{file}"
             for variant in self.experiments[experiment].variants
-            for name in ("plan.json", "measure.json", "metrics.parquet")
+            for part in self.parts(experiment, variant)
+            for file in names
         ]
 
     def figures(self, experiment: str) -> list[str]:

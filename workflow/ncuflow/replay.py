@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,24 +120,34 @@ def ncu_settings(sections: Iterable[str], clock_control: str, metrics: Iterable[
 
 
 def save_capture(
-    results: Path, root: Path, name: str, jobs: Iterable[tuple[str, str]], command: str,
-    ncu: dict[str, Any],
+    results: Path, root: Path, name: str, jobs: Iterable[tuple[str, str, Sequence[str]]],
+    command: str, ncu: dict[str, Any],
 ) -> Path:  # fmt: skip
     """Copy a GPU run's records and plans into resources/captures/<name>/ (replacing what
-    was there), with the run's ncu settings."""
+    was there), with the run's ncu settings; ``jobs``: (experiment, variant, its parts),
+    whose files a capture keeps as one per variant."""
     device = json.loads((results / DEVICE).read_text())
     if device.get("replayed_from"):
         raise NcuflowError(f"{results} holds a replay, not a GPU run: nothing to capture")
     folder = Path(root) / CAPTURES / name
     if folder.exists():
         shutil.rmtree(folder)
-    for experiment, variant in jobs:
-        source = results / experiment / variant
-        for file in (PLAN, MEASURE, NCU_LONG):
-            if not (source / file).is_file():
-                raise NcuflowError(f"{source / file} is missing: run the workflow first")
-            (folder / experiment / variant).mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source / file, folder / experiment / variant / file)
+    for experiment, variant, parts in jobs:
+        target = folder / experiment / variant
+        target.mkdir(parents=True)
+        plans, measured, longs = [], {}, []
+        for part in parts:  # the jobs of a variant, one file each in the capture
+            source = results / experiment / variant / part
+            for file in (PLAN, MEASURE, NCU_LONG):
+                if not (source / file).is_file():
+                    raise NcuflowError(f"{source / file} is missing: run the workflow first")
+            plans.append(json.loads((source / PLAN).read_text()))
+            measured.update(json.loads((source / MEASURE).read_text()))
+            longs.append(pd.read_parquet(source / NCU_LONG))
+        plan = {**plans[0], "configs": [row for p in plans for row in p["configs"]]}
+        (target / PLAN).write_text(json.dumps(plan, indent=1, sort_keys=True))
+        (target / MEASURE).write_text(json.dumps(measured, indent=1))
+        write_long(pd.concat(longs, ignore_index=True), target / NCU_LONG)
         if (results / experiment / TABLE).is_file():
             shutil.copy2(results / experiment / TABLE, folder / experiment / TABLE)
     shutil.copy2(results / DEVICE, folder / DEVICE)

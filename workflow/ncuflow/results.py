@@ -1,9 +1,10 @@
 """Reading what a run wrote, for notebooks and the comparison: every experiment's table as
 one DataFrame, and the exact ncu values beside it.
 
-A results folder (``results/``) and a capture (``resources/captures/<name>/``) have the
-same layout for these files: ``<experiment>/table.parquet`` and
-``<experiment>/<variant>/ncu_long.parquet``.
+A results folder (``results/``) and a capture (``resources/captures/<name>/``) both hold
+``<experiment>/table.parquet``, and the exact ncu values per variant: a capture's in
+``<experiment>/<variant>/ncu_long.parquet``, a run's per job, in
+``<experiment>/<variant>/<part>/ncu_long.parquet``.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ def load(folder: Path | str = "results", metrics: bool = False) -> pd.DataFrame:
         return pd.concat(found.values(), ignore_index=True, sort=False)
     parts = []
     for experiment in found:
-        for path in sorted((Path(folder) / experiment).glob(f"*/{LONG}")):
+        where = Path(folder) / experiment
+        for path in sorted([*where.glob(f"*/{LONG}"), *where.glob(f"*/p*/{LONG}")]):
             long = pd.read_parquet(path)
-            long.insert(0, "variant", path.parent.name)
+            long.insert(0, "variant", path.relative_to(where).parts[0])
             long.insert(0, "experiment", experiment)
             parts.append(long)
     if not parts:

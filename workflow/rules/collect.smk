@@ -5,10 +5,9 @@ rule collect:
     input:
         jobs=lambda wc: STUDY.collect_inputs(wc.experiment),
         # read beside each metrics.parquet: what ncu could not profile
-        profile_errors=lambda wc: [
-            f"results/{wc.experiment}/{variant}/profile_errors.json"
-            for variant in STUDY.experiments[wc.experiment].variants
-        ],
+        profile_errors=lambda wc: STUDY.collect_inputs(
+            wc.experiment, "profile_errors.json"
+        ),
         device="results/device.json",
     output:
         table="results/{experiment}/table.parquet",

@@ -1,19 +1,20 @@
-# Stage 1 (GPU): compile, check against the reference, and time every configuration of an
-# (experiment, variant). Its plan, the configurations expanded from the config, is written
-# once by the main process under .snakemake/ncuflow/plans/, named by a hash of its content:
-# a change to the grid, the sizes, the timing or the kernel sources (through the family
+# Stage 1 (GPU): compile, check against the reference, and time every configuration of one
+# part of an (experiment, variant): configurations_per_job of them, so that a long sweep
+# spreads over GPUs. Its plan, the configurations expanded from the config, is written once
+# by the main process under .snakemake/ncuflow/plans/, named by a hash of its content: a
+# change to the grid, the sizes, the timing or the kernel sources (through the family
 # fingerprint) changes the name, so Snakemake measures and profiles again. The job keeps a
 # copy beside its records.
 
 
 rule measure:
     input:
-        plan=lambda wc: STUDY.plan_file(wc.experiment, wc.variant),
+        plan=lambda wc: STUDY.plan_file(wc.experiment, wc.variant, wc.part),
     output:
-        plan="results/{experiment}/{variant}/plan.json",
-        measure="results/{experiment}/{variant}/measure.json",
+        plan="results/{experiment}/{variant}/{part}/plan.json",
+        measure="results/{experiment}/{variant}/{part}/measure.json",
     log:
-        "results/{experiment}/{variant}/logs/measure.log",
+        "results/{experiment}/{variant}/{part}/logs/measure.log",
     resources:
         gpu=1,
     params:

@@ -1,21 +1,21 @@
-# Stage 2 (GPU): ncu profiles every configuration that ran to the end, ncu.chunk_size per
-# process (each chunk kept in profile_chunks/ as it completes, so an interrupted run
-# profiles again only what was missing); every numeric value of the reports goes, at full
-# precision, into ncu_long.parquet, and the registry's columns per configuration into
-# metrics.parquet; what ncu could not profile, into profile_errors.json.
+# Stage 2 (GPU): ncu profiles every configuration of a part that ran to the end,
+# ncu.chunk_size per process (each chunk kept in profile_chunks/ as it completes, so an
+# interrupted run profiles again only what was missing); every numeric value of the
+# reports goes, at full precision, into ncu_long.parquet, and the registry's columns per
+# configuration into metrics.parquet; what ncu could not profile, into profile_errors.json.
 
 
 rule profile:
     input:
-        plan="results/{experiment}/{variant}/plan.json",
-        measure="results/{experiment}/{variant}/measure.json",
+        plan="results/{experiment}/{variant}/{part}/plan.json",
+        measure="results/{experiment}/{variant}/{part}/measure.json",
     output:
-        csv="results/{experiment}/{variant}/ncu_raw.csv",
-        long="results/{experiment}/{variant}/ncu_long.parquet",
-        metrics="results/{experiment}/{variant}/metrics.parquet",
-        errors="results/{experiment}/{variant}/profile_errors.json",
+        csv="results/{experiment}/{variant}/{part}/ncu_raw.csv",
+        long="results/{experiment}/{variant}/{part}/ncu_long.parquet",
+        metrics="results/{experiment}/{variant}/{part}/metrics.parquet",
+        errors="results/{experiment}/{variant}/{part}/profile_errors.json",
     log:
-        "results/{experiment}/{variant}/logs/profile.log",
+        "results/{experiment}/{variant}/{part}/logs/profile.log",
     resources:
         gpu=1,
     params:
