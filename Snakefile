@@ -88,6 +88,7 @@ localrules:
 wildcard_constraints:
     experiment="[A-Za-z0-9_-]+",
     variant="[A-Za-z0-9_-]+",
+    part="p[0-9]+",
 
 
 include: "workflow/rules/measure.smk"
