@@ -1,6 +1,7 @@
 import pytest
 
 from conftest import ROOT
+from ncuflow.device import facts_differences
 from ncuflow.errors import ConfigError
 from ncuflow.expand import PENDING, SKIPPED, DeviceLimits, config_id, expand_variant, size_grid
 from ncuflow.spec import load_family
@@ -71,6 +72,29 @@ def test_restrictions_from_the_experiment_apply_too() -> None:
     rows = _expand("naive", {"BLOCK_X": [8, 32], "BLOCK_Y": [8]}, ["BLOCK_X >= 16"])
     assert [r["status"] for r in rows] == [SKIPPED, PENDING]
     assert rows[0]["error"] == "restriction 'BLOCK_X >= 16' is false (BLOCK_X=8)"
+
+
+def test_restrictions_may_name_the_device_facts_of_the_config() -> None:
+    fits = ["BLOCK_X * BLOCK_Y * 2 <= max_threads_per_sm", "BLOCK_X * 4 + 16 <= sm_count"]
+    rows = _expand("naive", {"BLOCK_X": [32], "BLOCK_Y": [32]}, fits)  # the H100's by default
+    assert (
+        rows[0]["error"]
+        == "restriction 'BLOCK_X * 4 + 16 <= sm_count' is false (BLOCK_X=32, sm_count=132)"
+    )
+    rows = _expand("naive", {"BLOCK_X": [32], "BLOCK_Y": [32]}, fits, DeviceLimits(sm_count=144))
+    assert rows[0]["status"] == PENDING
+    assert DeviceLimits().facts() == {"sm_count": 132, "max_threads_per_sm": 2048,
+                                      "smem_per_sm": 233472}  # fmt: skip
+
+
+def test_a_job_says_which_device_facts_its_gpu_has_otherwise() -> None:
+    assumed = DeviceLimits().facts()
+    assert facts_differences(assumed, dict(assumed)) == []
+    found = {**assumed, "sm_count": 78, "smem_per_sm": 167936}  # an H20's, say
+    lines = facts_differences(assumed, found)
+    assert len(lines) == 2 and lines[0].startswith(
+        "this GPU has sm_count = 78, the plan assumed 132"
+    )
 
 
 def test_shared_memory_limit_without_opt_in() -> None:

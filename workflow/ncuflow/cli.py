@@ -60,8 +60,13 @@ def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
         replay_measure(json.loads(args.plan.read_text()), args.capture, args.out, log)
     else:
+        from .device import facts_differences, facts_of_this_gpu
         from .harness import measure_stage
 
+        assumed = json.loads(args.plan.read_text()).get("device_facts", {})
+        for line in facts_differences(assumed, facts_of_this_gpu()):
+            log(line)
+            print(f"ncuflow: warning: {line}", file=sys.stderr)
         measure_stage(args.plan, args.out, log)
 
 

@@ -159,6 +159,7 @@ class Study:
             "seed": self.config["seed"],
             "timing": self.config["timing"],
             "scalars": exp.scalars,
+            "device_facts": DeviceLimits.from_config(self.config["device_limits"]).facts(),
             "configs": configs,
         }
 

@@ -16,6 +16,7 @@ import numpy as np
 from . import __version__
 from .errors import NcuflowError
 from .profile import find_ncu
+from .spec import DEVICE_FACTS
 
 
 def cuda_device() -> tuple[str | None, str]:
@@ -102,6 +103,27 @@ def _cpu_model() -> str:
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or "unknown"
+
+
+def facts_of_this_gpu() -> dict[str, int]:
+    """The device facts restrictions may name (spec.DEVICE_FACTS), of the GPU this job holds."""
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    return {"sm_count": props["multiProcessorCount"],
+            "max_threads_per_sm": props["maxThreadsPerMultiProcessor"],
+            "smem_per_sm": props["sharedMemPerMultiprocessor"]}  # fmt: skip
+
+
+def facts_differences(assumed: dict[str, int], found: dict[str, int]) -> list[str]:
+    """One line per device fact the plan's restrictions assumed otherwise than this GPU has."""
+    return [
+        f"this GPU has {name} = {found[name]}, the plan assumed {assumed[name]} "
+        f"(device_limits.{name}): restrictions that name it were decided for another GPU; "
+        "set device_limits to this GPU's facts"
+        for name in DEVICE_FACTS
+        if name in assumed and name in found and assumed[name] != found[name]
+    ]
 
 
 def measured_on(runs_on: str) -> str:

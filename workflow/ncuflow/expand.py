@@ -15,7 +15,17 @@ from typing import Any
 
 from .errors import ConfigError
 from .expr import Expr, ExprError
-from .spec import DTYPE_BYTES, Family, Launch, SpecError, Tensor, Variant, condition
+from .spec import (
+    BUILTIN_NAMES,
+    DEVICE_FACTS,
+    DTYPE_BYTES,
+    Family,
+    Launch,
+    SpecError,
+    Tensor,
+    Variant,
+    condition,
+)
 from .vocab import PENDING, SKIPPED
 
 
@@ -28,6 +38,13 @@ class DeviceLimits:
     max_grid_dims: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
     max_static_smem_per_block: int = 48 * 1024
     max_smem_per_block_optin: int = 227 * 1024
+    sm_count: int = 132
+    max_threads_per_sm: int = 2048
+    smem_per_sm: int = 228 * 1024
+
+    def facts(self) -> dict[str, int]:
+        """The device facts restrictions may name (spec.DEVICE_FACTS)."""
+        return {name: getattr(self, name) for name in DEVICE_FACTS}
 
     @classmethod
     def from_config(cls, data: Mapping[str, Any]) -> DeviceLimits:
@@ -214,7 +231,7 @@ def expand_variant(
     """All configurations of one variant in one experiment, in grid order; ``dtype`` is the
     input dtype the experiment chose from the variant's ``accepts`` (None: its own)."""
     restrictions = [*family.restrictions, *variant.restrictions]
-    known = set(family.dims) | set(variant.params) | {"in_bytes", "out_bytes"}
+    known = set(family.dims) | set(variant.params) | {*BUILTIN_NAMES, *DEVICE_FACTS}
     for i, text in enumerate(extra_restrictions):
         try:
             expr = condition(f"{where}.restrictions[{i}]", text)
@@ -228,6 +245,7 @@ def expand_variant(
             )
         restrictions.append(expr)
     in_dtype, out_dtype = variant.dtypes(dtype)
+    facts = limits.facts()
     element = {"in_bytes": DTYPE_BYTES[in_dtype], "out_bytes": DTYPE_BYTES[out_dtype]}
     models = {
         k: e
@@ -243,9 +261,10 @@ def expand_variant(
             env = {**dims, **params, **element}
             reason, launches = "", []
             try:
-                failed = next((r for r in restrictions if not r(env)), None)
+                scope = {**env, **facts}  # restrictions may also name the device's facts
+                failed = next((r for r in restrictions if not r(scope)), None)
                 if failed is not None:
-                    shown = ", ".join(f"{k}={env[k]}" for k in sorted(failed.names))
+                    shown = ", ".join(f"{k}={scope[k]}" for k in sorted(failed.names))
                     reason = f"restriction {failed.text!r} is false ({shown})"
                 else:
                     reason, launches = _check_launches(variant, env, limits)

@@ -59,6 +59,9 @@ MERITS = ("flops", "bytes")
 STANDARD_FIGURES = ("roofline", "performance", "sweep", "speed_of_light", "occupancy", "traffic")
 # Names every expression may use besides the dimensions and the tunables.
 BUILTIN_NAMES = ("in_bytes", "out_bytes")
+# Facts of the device that restrictions may also use (device_limits in the config, the
+# H100's by default; each GPU job compares them with its own GPU's).
+DEVICE_FACTS = ("sm_count", "max_threads_per_sm", "smem_per_sm")
 
 _FRONT_MATTER = re.compile(r"/\*---\s*\n(.*?)\n---\*/", re.DOTALL)
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -595,7 +598,7 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise SpecError(f"{path}: params must map each tunable to its default integer")
-    reserved = (*dims, *BUILTIN_NAMES, *view.tensors, *view.scalars)
+    reserved = (*dims, *BUILTIN_NAMES, *DEVICE_FACTS, *view.tensors, *view.scalars)
     for pname, default in params.items():
         if not _IDENTIFIER.match(str(pname)) or pname in reserved:
             raise SpecError(
@@ -690,7 +693,7 @@ def _check_names(path: Path, variant: Variant, view: _FamilyView) -> None:
     argument is a tensor, a scratch buffer, a scalar or such an expression."""
     known = set(view.dims) | set(variant.params) | set(BUILTIN_NAMES)
     for where, expr in variant.expressions():
-        unknown = expr.names - known
+        unknown = expr.names - known - (set(DEVICE_FACTS) if where.startswith("restr") else set())
         if unknown:
             raise SpecError(
                 f"{path}: {where} {expr.text!r} uses unknown name(s) "
