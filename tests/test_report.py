@@ -41,6 +41,24 @@ def test_every_figure_is_drawn_or_says_why_not(tmp_path: Path, ladder: pd.DataFr
     assert "float16" in (tmp_path / "performance.svg").read_text()  # one panel per precision
 
 
+def test_a_batch_beside_the_size_axis_gets_its_own_panels(tmp_path: Path) -> None:
+    """B varies at each Ni: a panel per (precision, B), never a best that hides B; past
+    six panels, the best over B, and the title says so."""
+    family = load_family(ROOT / "kernels", "classifier")
+    layers = replayed("h100-sxm")["classifier"]
+    for folder in ("layers", "batches"):
+        (tmp_path / folder).mkdir()
+    draw(layers, family, DEVICE, tmp_path / "layers", ["performance"])
+    svg = (tmp_path / "layers" / "performance.svg").read_text()
+    for panel in ("float32, B = 1", "float32, B = 16", "float16, B = 16"):
+        assert panel in svg
+    assert "best over" not in svg
+    batches = replayed("h100-sxm-classifier_layers")["classifier_tensor_batch"]  # 5 B × 2
+    draw(batches, family, DEVICE, tmp_path / "batches", ["performance"])
+    svg = (tmp_path / "batches" / "performance.svg").read_text()
+    assert "per Ni (best over B)" in svg and "B = 16" not in svg
+
+
 def test_an_experiment_with_nothing_to_draw_gets_notes(
     tmp_path: Path, ladder: pd.DataFrame
 ) -> None:

@@ -380,17 +380,36 @@ def merit_of(family: Family) -> tuple[str, str, str]:
     return "gflops", "FLOP/s", "analytic FLOPs / median time"
 
 
-def best_per_size(rows: pd.DataFrame, size_axis: str, merit: str) -> pd.DataFrame:
-    """Each variant's best ok configuration at each size (highest figure of merit)."""
+# Panels the performance figure draws at most; past that, the best over the free dimensions.
+MAX_PERFORMANCE_PANELS = 6
+
+
+def best_per_size(rows: pd.DataFrame, sizes: list[str], merit: str) -> pd.DataFrame:
+    """Each variant's best ok configuration at each combination of ``sizes`` (highest
+    figure of merit)."""
     rows = rows[rows["status"] == OK].astype({merit: float})
-    return rows.loc[rows.groupby(["variant", size_axis])[merit].idxmax()]
+    return rows.loc[rows.groupby(["variant", *sizes])[merit].idxmax()]
+
+
+def free_dims(rows: pd.DataFrame, family: Family) -> list[str]:
+    """The dimensions besides the size axis that take several values at one size (a batch
+    beside a layer's size): a best over them would hide which one each point shows."""
+    ok = rows[rows["status"] == OK]
+    axis = family.size_axis
+    return [d for d in family.dims
+            if d != axis and (ok.groupby(axis)[d].nunique() > 1).any()]  # fmt: skip
 
 
 def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]) -> Any:
     """The best configuration of each variant at each size, its figure of merit with the
     interquartile range of its timing as error bars; one panel per precision."""
     merit, base, what = merit_of(family)
-    best = best_per_size(table, family.size_axis, merit)
+    free = free_dims(table, family)
+    best = best_per_size(table, [family.size_axis, *free], merit)
+    keys = ["dtype", *free]  # a panel per precision and per value of each free dimension
+    if len(best[keys].drop_duplicates()) > MAX_PERFORMANCE_PANELS:
+        best, keys = best_per_size(table, [family.size_axis], merit), ["dtype"]
+    over = [d for d in free if d not in keys]
     if best.empty:
         raise NoFigure("no configuration measured ok")
     work = best["flops" if merit == "gflops" else "min_bytes"].astype(float)
@@ -400,7 +419,7 @@ def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dic
     scale, unit = prefixed(value, base)
     lower = (value - work / (time_s + half)) / scale
     upper = (work / (time_s - half).clip(lower=time_s * 1e-3) - value) / scale
-    panels = list(dict.fromkeys(best["dtype"]))
+    panels = list(dict.fromkeys(best[keys].itertuples(index=False, name=None)))
     fig, axes = plt.subplots(
         1,
         len(panels),
@@ -408,8 +427,9 @@ def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dic
         squeeze=False,
         sharey=False,
     )
-    for ax, dtype in zip(axes[0], panels, strict=True):
-        in_panel = best["dtype"] == dtype
+    several_dtypes = best["dtype"].nunique() > 1
+    for ax, panel in zip(axes[0], panels, strict=True):
+        in_panel = (best[keys] == panel).all(axis=1)
         for variant in styles.present(best[in_panel]):
             pick = (in_panel & (best["variant"] == variant)).to_numpy()
             order = np.argsort(best.loc[pick, family.size_axis].to_numpy())
@@ -434,12 +454,15 @@ def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dic
         else:
             ax.set_ylim(bottom=0)
         ax.set_xlabel(f"{family.size_axis} (elements, log scale)")
-        ax.set_title(dtype if len(panels) > 1 else "")
+        named = [panel[0]] if several_dtypes else []
+        named += [f"{d} = {v}" for d, v in zip(keys[1:], panel[1:], strict=True)]
+        ax.set_title(", ".join(named))
         ax.grid(True, alpha=0.2)
     axes[0][0].set_ylabel(f"{unit} ({what}); bars: timing IQR")
     fig.suptitle(
         f"{table['experiment'].iloc[0]}: best configuration of each variant per "
-        f"{family.size_axis} ({device.get('name', 'unknown GPU')})",
+        f"{family.size_axis}{' (best over ' + ', '.join(over) + ')' if over else ''} "
+        f"({device.get('name', 'unknown GPU')})",
         fontsize=10,
     )
     _legend(axes[0][-1], styles.handles(styles.present(best)))
@@ -675,7 +698,7 @@ def family_figure(
     variant's best configuration against the size axis."""
     figure = family.figures[name]
     merit = merit_of(family)[0]
-    best = best_per_size(table[table[figure.y].notna()], family.size_axis, merit)
+    best = best_per_size(table[table[figure.y].notna()], [family.size_axis], merit)
     if best.empty:
         return note(table, name, f"no configuration has {figure.y}", device, out)
     styles = Styles(table, family)
