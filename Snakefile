@@ -14,6 +14,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 from ncuflow.cli import command_line
+from ncuflow.console import quiet_scheduler
 from ncuflow.config import load_study
 from ncuflow.device import mode_line
 from ncuflow.errors import NcuflowError
@@ -61,6 +62,7 @@ SOURCE = str(
 )
 if workflow.is_main_process:  # not again in the processes that run jobs
     print(mode_line(config, CAPTURE, STUDY.count()), file=sys.stderr)
+    quiet_scheduler()
 
 
 report: WORKFLOW / "workflow" / "report" / "workflow.rst"

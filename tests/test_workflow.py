@@ -44,6 +44,10 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     announced = [line for line in proc.stderr.splitlines() if line.startswith("ncuflow: mode")]
     assert len(announced) == 1
     assert "replaying capture h100-sxm (NVIDIA H100 80GB HBM3, 2026-11-23)" in announced[0]
+    # the terminal shows progress, not the scheduler's lines (those stay in the log file)
+    printed = (proc.stdout + proc.stderr).splitlines()
+    assert "69 of 69 steps (100%) done" in printed and "Select jobs to execute..." not in printed
+    assert len(printed) < 300
     results = workflow_copy / "results" / "matmul_ladder"
     table = pd.read_parquet(results / "table.parquet")
     assert table.columns[:8].tolist() == REQUIRED[:8]  # leading columns, then M, N, K

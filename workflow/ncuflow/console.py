@@ -1,0 +1,28 @@
+"""What Snakemake prints on the terminal: progress and errors, not its scheduler's chatter."""
+
+from __future__ import annotations
+
+import logging
+
+# Two lines per job that say only that the scheduler looked for work and started some: the
+# terminal keeps each job's "Finished" and progress lines, the run's log file keeps all.
+SCHEDULER_LINES = ("Select jobs to execute...",)
+SCHEDULER_EVENT = "job_started"
+
+
+def _is_progress_or_error(record: logging.LogRecord) -> bool:
+    event = getattr(record, "event", None)
+    if getattr(event, "value", event) == SCHEDULER_EVENT:
+        return False
+    return record.getMessage() not in SCHEDULER_LINES
+
+
+def quiet_scheduler(logger_name: str = "snakemake.logging") -> bool:
+    """Filter the scheduler's lines out of Snakemake's terminal handler; False where
+    Snakemake's handlers are not the ones this knows (a logger plugin), which then print
+    as they would."""
+    handlers = [h for h in logging.getLogger(logger_name).handlers
+                if h.name == "DefaultStreamHandler"]  # fmt: skip
+    for handler in handlers:
+        handler.addFilter(_is_progress_or_error)
+    return bool(handlers)
