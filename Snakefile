@@ -85,6 +85,7 @@ localrules:
     family_figure,
     summary,
     device_table,
+    devices,
 
 
 wildcard_constraints:
@@ -106,6 +107,7 @@ rule all:
     input:
         "results/device.json",
         "results/device.csv",
+        "results/devices",
         expand("results/{experiment}/summary.csv", experiment=STUDY.experiments),
         expand("results/{experiment}/table.parquet", experiment=STUDY.experiments),
         [

@@ -73,6 +73,7 @@ CAPTURES = ROOT / "resources" / "captures"
 # Each committed capture and the study it holds (every study names its capture).
 STUDIES = {
     "h100-sxm": ROOT / "config.yaml",
+    "h200": ROOT / "config.yaml",  # the default study, captured on an H200
     **{f"h100-sxm-{p.stem}": p for p in sorted((ROOT / "experiments").glob("*.yaml"))},
 }
 

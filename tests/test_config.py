@@ -2,9 +2,10 @@ import copy
 
 import pytest
 
-from conftest import minimal_config
+from conftest import ROOT, minimal_config
 from ncuflow.config import load_study
 from ncuflow.errors import ConfigError
+from ncuflow.strict import read_config
 
 
 def test_defaults_are_filled_in() -> None:
@@ -124,3 +125,9 @@ def test_bad_config_gets_one_message_with_path_and_choices(
         load_study(_with(BASE, path, value))
     assert message in str(info.value)
     assert str(info.value).startswith("config error at ")
+
+
+def test_a_host_variant_holds_no_gpu() -> None:
+    study = load_study(read_config(ROOT / "config.yaml"), ROOT)
+    assert study.gpus("matmul_ladder", "cpu_blas") == 0  # runs beside the GPU jobs
+    assert study.gpus("matmul_ladder", "naive") == study.gpus("conv", "cudnn") == 1

@@ -183,7 +183,17 @@ def test_every_measured_row_names_its_device() -> None:
     assert skipped.any() and classifier.loc[skipped, "device"].isna().all()
 
 
-@pytest.mark.parametrize("capture", ["h100-sxm", "h100-sxm-classifier_layers",
+def test_a_run_over_two_gpus_names_each_row_s_gpu() -> None:
+    """The H200 capture was measured on both GPUs of one host at once (--resources gpu=2):
+    each row names the GPU its job held, by UUID."""
+    rows = pd.concat(replayed("h200").values())
+    on_gpu = rows[(rows["runs_on"] == "gpu") & (rows["status"] == "ok")]
+    devices = set(on_gpu["device"])
+    assert len(devices) == 2 and all(d.startswith("NVIDIA H200 (GPU-") for d in devices)
+    assert rows.loc[rows["runs_on"] == "cpu", "device"].str.startswith("host: ").all()
+
+
+@pytest.mark.parametrize("capture", ["h100-sxm", "h200", "h100-sxm-classifier_layers",
                                      "h100-sxm-conv_layers"])  # fmt: skip
 def test_a_replay_reproduces_the_gpu_tables_value_for_value(capture: str) -> None:
     for name, table in replayed(capture).items():

@@ -1,6 +1,7 @@
 """One GPU per GPU job (ncuflow.slots), on a CPU machine: a stand-in nvidia-smi lists two
 GPUs, and jobs are processes that claim one and hold it."""
 
+import json
 import os
 import signal
 import subprocess
@@ -85,3 +86,22 @@ def test_a_machine_without_gpus_claims_nothing(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert slots.claim_gpu(lambda line: None) is None
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
+
+
+def test_each_device_the_jobs_ran_on_gets_its_own_facts(tmp_path: Path) -> None:
+    from ncuflow.device import write_devices
+
+    jobs = []
+    for i, device in enumerate(["NVIDIA H200 (GPU-aaaa)", "NVIDIA H200 (GPU-bbbb)",
+                                "NVIDIA H200 (GPU-aaaa)", "host: AMD EPYC 9654"]):  # fmt: skip
+        job = tmp_path / "results" / "e" / f"v{i}" / "p0" / "device.json"
+        job.parent.mkdir(parents=True)
+        job.write_text(json.dumps({"device": device, "sm_count": 132, "ceilings": {"x": 1}}))
+        jobs.append(job)
+    written = write_devices(jobs, tmp_path / "devices")
+    names = sorted(p.name for p in written)
+    assert names == ["NVIDIA_H200__GPU-aaaa.json", "NVIDIA_H200__GPU-bbbb.json",
+                     "host__AMD_EPYC_9654.json"]  # fmt: skip
+    first = json.loads((tmp_path / "devices" / names[0]).read_text())
+    assert first["jobs"] == [str(jobs[0].parent), str(jobs[2].parent)]
+    assert first["sm_count"] == 132 and "ceilings" not in first

@@ -46,7 +46,7 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert "replaying capture h100-sxm (NVIDIA H100 80GB HBM3, 2026-11-23)" in announced[0]
     # the terminal shows progress, not the scheduler's lines (those stay in the log file)
     printed = (proc.stdout + proc.stderr).splitlines()
-    assert "69 of 69 steps (100%) done" in printed and "Select jobs to execute..." not in printed
+    assert "70 of 70 steps (100%) done" in printed and "Select jobs to execute..." not in printed
     assert len(printed) < 300
     results = workflow_copy / "results" / "matmul_ladder"
     table = pd.read_parquet(results / "table.parquet")
@@ -91,6 +91,9 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
         long = pd.read_parquet(results / variant / "p0" / "ncu_long.parquet")
         assert set(long["config_id"]) == set(table.loc[table["variant"] == variant, "config_id"])
     assert "replayed_from" in (workflow_copy / "results" / "device.json").read_text()
+    (devices,) = (workflow_copy / "results" / "devices").glob("*.json")  # the capture's GPU
+    assert devices.name == "NVIDIA_H100_80GB_HBM3.json"
+    assert len(json.loads(devices.read_text())["jobs"]) == 28
     again = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
     assert "Nothing to be done" in again.stdout + again.stderr
     summary = (results / "summary.md").read_text()

@@ -54,19 +54,30 @@ def _resolve(args: argparse.Namespace, log: Callable[[str], None], exclusive: bo
     return mode
 
 
+def _on_gpu(plan_path: Path) -> bool:
+    """Whether a plan's variant runs on the GPU: a host variant's job holds no GPU."""
+    from .vocab import plan_variant
+
+    return plan_variant(json.loads(plan_path.read_text()))[1].runs_on == "gpu"
+
+
 def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    if _resolve(args, log) == "replay":
-        from .replay import replay_measure
+    on_gpu = _on_gpu(args.plan)
+    if _resolve(args, log, exclusive=on_gpu) == "replay":
+        from .replay import replay_device, replay_measure
 
         replay_measure(json.loads(args.plan.read_text()), args.capture, args.out, log)
+        replay_device(args.capture, args.device_out)
     else:
-        from .device import facts_differences, facts_of_this_gpu
+        from .device import facts_differences, facts_of_this_gpu, job_device, write
         from .harness import measure_stage
 
+        write(args.device_out, job_device("gpu" if on_gpu else "cpu", args.ncu))
         assumed = json.loads(args.plan.read_text()).get("device_facts", {})
-        for line in facts_differences(assumed, facts_of_this_gpu()):
-            log(line)
-            print(f"ncuflow: warning: {line}", file=sys.stderr)
+        if on_gpu:
+            for line in facts_differences(assumed, facts_of_this_gpu()):
+                log(line)
+                print(f"ncuflow: warning: {line}", file=sys.stderr)
         measure_stage(args.plan, args.out, log)
 
 
@@ -75,7 +86,7 @@ def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
     from .derive import config_metrics
 
-    if _resolve(args, log) == "replay":
+    if _resolve(args, log, exclusive=_on_gpu(args.plan)) == "replay":
         from .replay import replay_profile
 
         replay_profile(
@@ -134,6 +145,13 @@ def _device(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         ceilings = json.loads(args.ceilings.read_text())
         write(args.out, {**gpu_facts(args.ncu), "ceilings": ceilings})
     log(args.out.read_text())
+
+
+def _devices(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    from .device import write_devices
+
+    for path in write_devices(args.jobs, args.out_dir):
+        log(f"wrote {path}")
 
 
 def _device_table(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -219,6 +237,8 @@ def _parser() -> argparse.ArgumentParser:
     p = stage("measure", _measure, "compile, check and time every configuration of a plan")
     p.add_argument("--plan", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--device-out", type=Path, required=True,
+                   help="the facts of the GPU (or host) this job ran on")  # fmt: skip
     mode_args(p)
     p = stage("profile", _profile, "profile a plan's configurations, a chunk per ncu process")
     p.add_argument("--plan", type=Path, required=True)
@@ -248,6 +268,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--ceilings", type=Path, help="ceilings.json measured on this device (gpu)")
     mode_args(p)
+    p = stage("devices", _devices, "results/devices/: one file per device the jobs ran on")
+    p.add_argument("--out-dir", type=Path, required=True)
+    p.add_argument("jobs", type=Path, nargs="+", help="each measure job's device.json")
     p = stage("device-table", _device_table, "the device's facts as a CSV table (for the report)")
     p.add_argument("--device", type=Path, required=True, help="device.json")
     p.add_argument("--out", type=Path, required=True)

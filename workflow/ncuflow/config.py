@@ -117,6 +117,11 @@ class Study:
             for variant in experiment.variants:
                 yield name, variant
 
+    def gpus(self, experiment: str, variant: str) -> int:
+        """GPUs a job of this variant holds: none for one that runs on the host (timed with
+        the host clock, never profiled), so that it runs beside the GPU jobs."""
+        return int(self.experiments[experiment].family.variants[variant].runs_on == "gpu")
+
     def parts(self, experiment: str, variant: str) -> list[str]:
         """The jobs a variant's configurations are split into (p0, p1, ...), each of at most
         ``configurations_per_job`` pending ones, so that a long sweep spreads over GPUs."""

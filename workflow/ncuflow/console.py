@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import logging
 
-# Two lines per job that say only that the scheduler looked for work and started some: the
-# terminal keeps each job's "Finished" and progress lines, the run's log file keeps all.
+# Per job, its rule, files and reason (a dozen lines) and two lines that say only that the
+# scheduler looked for work and started some: the terminal keeps each job's "Finished" and
+# progress lines and every error, the run's log file (.snakemake/log/) keeps all.
 SCHEDULER_LINES = ("Select jobs to execute...",)
-SCHEDULER_EVENT = "job_started"
+JOB_CHATTER = ("job_started", "job_info", "group_info")
 
 
 def _is_progress_or_error(record: logging.LogRecord) -> bool:
     event = getattr(record, "event", None)
-    if getattr(event, "value", event) == SCHEDULER_EVENT:
+    if getattr(event, "value", event) in JOB_CHATTER:
         return False
     return record.getMessage() not in SCHEDULER_LINES
 

@@ -204,3 +204,34 @@ def facts_rows(device: dict[str, Any]) -> list[tuple[str, str]]:
 
 def write(path: Path, facts: dict[str, Any]) -> None:
     path.write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")
+
+
+def job_device(runs_on: str, ncu_path: str) -> dict[str, Any]:
+    """The facts of what one measure job ran on, under ``device`` as the table names it:
+    the GPU it held (each job reads its own, so a run over several GPUs, or several
+    machines, keeps each one's facts), or the host."""
+    if runs_on == "gpu":
+        return {**gpu_facts(ncu_path), "device": measured_on(runs_on)}
+    return {"device": measured_on(runs_on), "host": platform.node(), "cpu_count": os.cpu_count()}
+
+
+def _file_name(device: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in device).strip("_") + ".json"
+
+
+def write_devices(job_files: list[Path], out_dir: Path) -> list[Path]:
+    """results/devices/: one file per device the jobs ran on (its facts, as the first job
+    on it read them, and the jobs that ran there), from each job's device.json."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in job_files:
+        facts = json.loads(path.read_text())
+        facts.pop("ceilings", None)  # a replayed job's capture facts: measured once, elsewhere
+        device = str(facts.get("device") or facts.get("name", "unknown"))
+        entry = found.setdefault(device, {**facts, "device": device, "jobs": []})
+        entry["jobs"].append(str(path.parent))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for device, facts in sorted(found.items()):
+        written.append(out_dir / _file_name(device))
+        write(written[-1], facts)
+    return written

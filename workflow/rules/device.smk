@@ -53,3 +53,22 @@ rule device_table:
         ),
     shell:
         "{params.cmd} --log {log:q}"
+
+
+rule devices:
+    input:
+        lambda wc: [
+            path
+            for experiment in STUDY.experiments
+            for path in STUDY.collect_inputs(experiment, "device.json")
+        ],
+    output:
+        directory("results/devices"),
+    log:
+        "results/logs/devices.log",
+    params:
+        cmd=lambda wc, input, output: command_line(
+            "devices", "--out-dir", output[0], list(input)
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"

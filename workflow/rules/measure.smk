@@ -4,7 +4,7 @@
 # by the main process under .snakemake/ncuflow/plans/, named by a hash of its content: a
 # change to the grid, the sizes, the timing or the kernel sources (through the family
 # fingerprint) changes the name, so Snakemake measures and profiles again. The job keeps a
-# copy beside its records.
+# copy beside its records, and the facts of the GPU it ran on (device.json).
 
 
 rule measure:
@@ -13,13 +13,16 @@ rule measure:
     output:
         plan="results/{experiment}/{variant}/{part}/plan.json",
         measure="results/{experiment}/{variant}/{part}/measure.json",
+        device="results/{experiment}/{variant}/{part}/device.json",
     log:
         "results/{experiment}/{variant}/{part}/logs/measure.log",
     resources:
-        gpu=1,
+        gpu=lambda wc: STUDY.gpus(wc.experiment, wc.variant),
     params:
         cmd=lambda wc, output: command_line(
-            "measure", "--plan", output.plan, "--out", output.measure, MODE_ARGS
+            "measure",
+            ["--plan", output.plan, "--out", output.measure],
+            ["--device-out", output.device, MODE_ARGS],
         ),
     shell:
         "cp {input.plan:q} {output.plan:q} && {params.cmd} --log {log:q}"

@@ -17,7 +17,7 @@ rule profile:
     log:
         "results/{experiment}/{variant}/{part}/logs/profile.log",
     resources:
-        gpu=1,
+        gpu=lambda wc: STUDY.gpus(wc.experiment, wc.variant),
     params:
         cmd=lambda wc, input, output: command_line(
             "profile",
