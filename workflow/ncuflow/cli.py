@@ -54,28 +54,28 @@ def _resolve(args: argparse.Namespace, log: Callable[[str], None], exclusive: bo
     return mode
 
 
-def _on_gpu(plan_path: Path) -> bool:
+def _on_gpu(plan: dict) -> bool:
     """Whether a plan's variant runs on the GPU: a host variant's job holds no GPU."""
     from .vocab import plan_variant
 
-    return plan_variant(json.loads(plan_path.read_text()))[1].runs_on == "gpu"
+    return plan_variant(plan)[1].runs_on == "gpu"
 
 
 def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    on_gpu = _on_gpu(args.plan)
+    plan = json.loads(args.plan.read_text())
+    on_gpu = _on_gpu(plan)
     if _resolve(args, log, exclusive=on_gpu) == "replay":
         from .replay import replay_device, replay_measure
 
-        replay_measure(json.loads(args.plan.read_text()), args.capture, args.out, log)
+        replay_measure(plan, args.capture, args.out, log)
         replay_device(args.capture, args.device_out)
     else:
         from .device import facts_differences, facts_of_this_gpu, job_device, write
         from .harness import measure_stage
 
         write(args.device_out, job_device("gpu" if on_gpu else "cpu", args.ncu))
-        assumed = json.loads(args.plan.read_text()).get("device_facts", {})
         if on_gpu:
-            for line in facts_differences(assumed, facts_of_this_gpu()):
+            for line in facts_differences(plan.get("device_facts", {}), facts_of_this_gpu()):
                 log(line)
                 print(f"ncuflow: warning: {line}", file=sys.stderr)
         measure_stage(args.plan, args.out, log)
@@ -86,12 +86,11 @@ def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
     from .derive import config_metrics
 
-    if _resolve(args, log, exclusive=_on_gpu(args.plan)) == "replay":
+    plan = json.loads(args.plan.read_text())
+    if _resolve(args, log, exclusive=_on_gpu(plan)) == "replay":
         from .replay import replay_profile
 
-        replay_profile(
-            json.loads(args.plan.read_text()), args.measure, args.capture, args.long, log
-        )
+        replay_profile(plan, args.measure, args.capture, args.long, log)
         if args.csv:  # a capture keeps the exact values, not ncu's rounded CSV
             args.csv.write_text(f"# replayed from capture {args.capture.name}: no ncu CSV\n")
     else:
