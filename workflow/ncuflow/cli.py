@@ -117,18 +117,27 @@ def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    import functools
+    from concurrent.futures import ProcessPoolExecutor
+
     import pandas as pd
 
-    from .plots import FIGURES, draw, family_figure
+    from .plots import FIGURES, draw_one, family_figure
     from .spec import load_family
 
     table = pd.read_parquet(args.table)
-    family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
     device = json.loads(args.device.read_text())
     if args.figure:
+        family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
         paths = family_figure(table, family, args.figure, device, args.out_dir / args.figure)
-    else:
-        paths = draw(table, family, device, args.out_dir, list(FIGURES))
+    else:  # the figures in worker processes where the job has cores to spare: a run's tail
+        draw_each = functools.partial(draw_one, table, args.kernels_dir, device, args.out_dir)
+        if args.processes > 1:
+            with ProcessPoolExecutor(min(args.processes, len(FIGURES))) as pool:
+                drawn = list(pool.map(draw_each, FIGURES))
+        else:
+            drawn = [draw_each(name) for name in FIGURES]
+        paths = [path for figure_paths in drawn for path in figure_paths]
     for path in paths:
         log(f"wrote {path}")
 
@@ -263,6 +272,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--kernels-dir", type=Path, required=True)
     p.add_argument("--figure", help="one of the family's own figures (default: the standard ones)")
     p.add_argument("--out-dir", type=Path, required=True)
+    p.add_argument("--processes", type=int, default=1, help="draw the standard figures in so many")
     p = stage("device", _device, "write device.json")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--ceilings", type=Path, help="ceilings.json measured on this device (gpu)")

@@ -33,7 +33,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from .analysis import LATENCY_PCT
 from .device import footer
 from .metrics import LEVELS, PRECISIONS
-from .spec import STANDARD_FIGURES, Family
+from .spec import STANDARD_FIGURES, Family, load_family
 from .vocab import OK
 
 plt.rcParams.update({
@@ -689,6 +689,15 @@ def draw(
             continue
         paths += save(fig, device, out_dir / name)
     return paths
+
+
+def draw_one(
+    table: pd.DataFrame, kernels_dir: Path, device: dict[str, Any], out_dir: Path, name: str
+) -> list[Path]:
+    """draw() of one figure, the family read here: what each worker process of a parallel
+    plot stage runs."""
+    family = load_family(kernels_dir, str(table["family"].iloc[0]))
+    return draw(table, family, device, out_dir, [name])
 
 
 def family_figure(

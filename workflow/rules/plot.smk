@@ -21,8 +21,10 @@ rule plot:
         svg=expand("results/{{experiment}}/{figure}.svg", figure=STANDARD_FIGURES),
     log:
         "results/{experiment}/logs/plot.log",
+    # one process per figure where --cores allows: plotting is the tail of every run
+    threads: len(STANDARD_FIGURES)
     params:
-        cmd=lambda wc, input: command_line(
+        cmd=lambda wc, input, threads: command_line(
             "plot",
             "--table",
             input.table,
@@ -32,6 +34,8 @@ rule plot:
             str(STUDY.kernels_dir),
             "--out-dir",
             f"results/{wc.experiment}",
+            "--processes",
+            threads,
         ),
     shell:
         "{params.cmd} --log {log:q}"
