@@ -70,12 +70,13 @@ def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         replay_measure(plan, args.capture, args.out, log)
         replay_device(args.capture, args.device_out)
     else:
-        from .device import facts_differences, facts_of_this_gpu, job_device, write
+        from .device import facts_differences, job_device, write
         from .harness import measure_stage
 
-        write(args.device_out, job_device("gpu" if on_gpu else "cpu", args.ncu))
+        here = job_device("gpu" if on_gpu else "cpu")
+        write(args.device_out, here)
         if on_gpu:
-            for line in facts_differences(plan.get("device_facts", {}), facts_of_this_gpu()):
+            for line in facts_differences(plan.get("device_facts", {}), here):
                 log(line)
                 print(f"ncuflow: warning: {line}", file=sys.stderr)
         measure_stage(args.plan, args.out, log)

@@ -105,16 +105,6 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def facts_of_this_gpu() -> dict[str, int]:
-    """The device facts restrictions may name (spec.DEVICE_FACTS), of the GPU this job holds."""
-    import cupy
-
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    return {"sm_count": props["multiProcessorCount"],
-            "max_threads_per_sm": props["maxThreadsPerMultiProcessor"],
-            "smem_per_sm": props["sharedMemPerMultiprocessor"]}  # fmt: skip
-
-
 def facts_differences(assumed: dict[str, int], found: dict[str, int]) -> list[str]:
     """One line per device fact the plan's restrictions assumed otherwise than this GPU has."""
     return [
@@ -142,11 +132,11 @@ def measured_on(runs_on: str) -> str:
     return f"{name} (GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]})"
 
 
-def gpu_facts(ncu_path: str) -> dict[str, Any]:
-    """What the figures' titles and a capture's provenance need, read off device 0."""
+def gpu_properties() -> dict[str, Any]:
+    """The hardware facts of the GPU this process uses (the job's own, where it claimed one)."""
     import cupy
 
-    props = cupy.cuda.runtime.getDeviceProperties(0)
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
     name = props["name"]
     return {
         "name": name.decode() if isinstance(name, bytes) else str(name),
@@ -158,6 +148,19 @@ def gpu_facts(ncu_path: str) -> dict[str, Any]:
         "memory_bytes": props["totalGlobalMem"],
         "l2_bytes": props["l2CacheSize"],
         "shared_mem_per_block_optin_bytes": props["sharedMemPerBlockOptin"],
+        # the facts a plan's restrictions may name (spec.DEVICE_FACTS), by those names
+        "max_threads_per_sm": props["maxThreadsPerMultiProcessor"],
+        "smem_per_sm": props["sharedMemPerMultiprocessor"],
+    }
+
+
+def gpu_facts(ncu_path: str) -> dict[str, Any]:
+    """What the figures' titles and a capture's provenance need: the GPU's facts and the
+    versions of what measured on it."""
+    import cupy
+
+    return {
+        **gpu_properties(),
         "driver": _driver_version(),
         "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
         "ncu": _ncu_version(find_ncu(ncu_path)),
@@ -206,13 +209,15 @@ def write(path: Path, facts: dict[str, Any]) -> None:
     path.write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")
 
 
-def job_device(runs_on: str, ncu_path: str) -> dict[str, Any]:
+def job_device(runs_on: str) -> dict[str, Any]:
     """The facts of what one measure job ran on, under ``device`` as the table names it:
     the GPU it held (each job reads its own, so a run over several GPUs, or several
-    machines, keeps each one's facts), or the host."""
+    machines, keeps each one's facts; the versions of the tools are in device.json), or
+    the host."""
+    host = {"device": measured_on(runs_on), "host": platform.node(), "cpu_count": os.cpu_count()}
     if runs_on == "gpu":
-        return {**gpu_facts(ncu_path), "device": measured_on(runs_on)}
-    return {"device": measured_on(runs_on), "host": platform.node(), "cpu_count": os.cpu_count()}
+        return {**gpu_properties(), **host}
+    return host
 
 
 def _file_name(device: str) -> str:
