@@ -3,7 +3,9 @@
 Prints, for each variant, its fastest configuration at M = N = K = SIZE (parameters,
 TFLOP/s, share of the cuBLAS baseline of the same precision, bound), as a Markdown table,
 then checks: the best float32 kernel reaches 75 % of cublas_fp32; the best fp16 (WMMA)
-kernel 15 % of cublas_fp16; naive < coalesced_a < smem_tiled < every register-tiled rung.
+kernel 15 % of cublas_fp16; naive < coalesced_a < smem_tiled < every register-tiled rung;
+and the Hopper targets (issue 12): the best float32 kernel at 90 % of cuBLAS, mma_fp16 at
+60 % and wgmma_fp16 at 85 % of cuBLAS fp16.
 Works on a GPU run's table and on a replayed one.
 
     python benchmarks/ladder.py [--table results/matmul_ladder/table.parquet] [--size 4096]
@@ -25,6 +27,8 @@ from ncuflow.analysis import ladder  # noqa: E402
 from ncuflow.spec import load_family  # noqa: E402
 
 FP32_TARGET_PCT, FP16_TARGET_PCT = 75.0, 15.0
+HOPPER_FP32_TARGET_PCT = 90.0
+RUNG_TARGETS_PCT = {"mma_fp16": 60.0, "wgmma_fp16": 85.0}  # of cuBLAS of the same precision
 ORDER = ["naive", "coalesced_a", "smem_tiled"]
 REGISTER_TILED = ["regtile_vd", "regtile_2d", "double_buffer", "warptile"]
 
@@ -47,7 +51,9 @@ def markdown(rows: pd.DataFrame) -> str:
 def targets(rows: pd.DataFrame) -> list[tuple[bool, str]]:
     own = rows[~rows["baseline"].astype(bool)].set_index("variant")
     checks = []
-    for dtype, target in (("float32", FP32_TARGET_PCT), ("float16", FP16_TARGET_PCT)):
+    best_of = (("float32", FP32_TARGET_PCT), ("float16", FP16_TARGET_PCT),
+               ("float32", HOPPER_FP32_TARGET_PCT))  # fmt: skip
+    for dtype, target in best_of:
         kernels = own[own["dtype"] == dtype]
         if kernels.empty or kernels["pct_of_library"].isna().all():
             checks.append((False, f"no {dtype} kernel and cuBLAS {dtype} pair at this size"))
@@ -56,6 +62,13 @@ def targets(rows: pd.DataFrame) -> list[tuple[bool, str]]:
         pct = kernels.loc[best, "pct_of_library"]
         checks.append((pct >= target, f"best {dtype} kernel {best}: {pct:.1f} % of cuBLAS "
                                       f"(target {target:.0f} %)"))  # fmt: skip
+    for variant, target in RUNG_TARGETS_PCT.items():
+        pct = own["pct_of_library"].get(variant)
+        if pct is None or pd.isna(pct):
+            checks.append((False, f"{variant}: not in the table with a cuBLAS pair"))
+        else:
+            checks.append((pct >= target, f"{variant}: {pct:.1f} % of cuBLAS (target "
+                                          f"{target:.0f} %)"))  # fmt: skip
     tflops = own["tflops"]
     rungs = [v for v in ORDER if v in tflops]
     register_tiled = [v for v in REGISTER_TILED if v in tflops]

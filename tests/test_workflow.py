@@ -85,8 +85,11 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
         [sys.executable, str(ROOT / "benchmarks" / "ladder.py"), "--table",
          str(results / "table.parquet")], capture_output=True, text=True,
     )  # fmt: skip
-    assert ladder.returncode == 0, ladder.stdout + ladder.stderr
-    assert ladder.stdout.count("PASS") == 3 and "| warptile | float32 |" in ladder.stdout
+    # issue 3's targets and wgmma_fp16's hold on the H100; mma_fp16's and float32's 90 % not
+    assert ladder.returncode == 1, ladder.stdout + ladder.stderr
+    assert ladder.stdout.count("PASS") == 4 and "| warptile | float32 |" in ladder.stdout
+    assert "PASS  wgmma_fp16: 90.1 % of cuBLAS" in ladder.stdout
+    assert "FAIL  mma_fp16: 43.3 % of cuBLAS" in ladder.stdout
     for variant in ("naive", "smem_tiled", "cublas_fp32"):
         long = pd.read_parquet(results / variant / "p0" / "ncu_long.parquet")
         assert set(long["config_id"]) == set(table.loc[table["variant"] == variant, "config_id"])

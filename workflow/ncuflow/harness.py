@@ -33,6 +33,7 @@ from .errors import NcuflowError
 from .problem import Problem
 from .spec import C_TYPES, Family, Launch, Variant, local_includes
 from .timing import TimingPolicy, adaptive_repeats, timing_stats
+from .tma import TensorMap, TensorMapError, encode
 from .vocab import (
     COMPILE_ERROR,
     LAUNCH_ERROR,
@@ -111,7 +112,8 @@ def compile_options(
     # -lineinfo lets the Nsight Compute GUI show the source beside the SASS
     # CuPy's cache keys on the source and the options, not on included headers: the
     # family's fingerprint (its files and what they include) makes a changed header recompile
-    return ("-std=c++17", "-lineinfo", *(f"-I{f}" for f in folders), *toolkit_includes(),
+    arch = (f"--gpu-architecture={variant.arch}",) if variant.arch else ()
+    return ("-std=c++17", "-lineinfo", *arch, *(f"-I{f}" for f in folders), *toolkit_includes(),
             f"-DNCUFLOW_FAMILY_HASH={family.fingerprint}",
             f"-DNCUFLOW_IN_T={C_TYPES[dtypes[0]]}", f"-DNCUFLOW_OUT_T={C_TYPES[dtypes[1]]}",
             *(f"-D{k}={v}" for k, v in params.items()))  # fmt: skip
@@ -121,7 +123,8 @@ def _step_args(launch: Launch, problem: Problem, env: dict[str, int]) -> tuple[A
     """A launch's arguments: its own list (names or index expressions) or the family's."""
     if launch.args is None:
         return tuple(problem.arg(a) for a in problem.family.args)
-    named = {*problem.inputs, *problem.outputs, *problem.variant.scratch, *problem.scalars}
+    named = {*problem.inputs, *problem.outputs, *problem.variant.scratch,
+             *problem.variant.tensor_maps, *problem.scalars}  # fmt: skip
     return tuple(problem.arg(a.text) if a.text in named else problem.index(int(a(env)))
                  for a in launch.args)  # fmt: skip
 
@@ -146,6 +149,8 @@ def build_launcher(
     by_name = {launch.name: launch for launch in variant.launches}
     active = [(by_name[g["name"]], g) for g in row["launches"]]
     module = None
+    if variant.arch:
+        _check_arch(variant.arch)
     if variant.is_cuda:
         module = _cupy().RawModule(
             code=variant.source,
@@ -154,7 +159,11 @@ def build_launcher(
             ),
         )
     used = {a.text for launch, _ in active for a in launch.args or ()}
-    problem.prepare_scratch(row["params"], used & set(variant.scratch))
+    maps = [variant.tensor_maps[name] for name in sorted(used & set(variant.tensor_maps))]
+    described = {m.tensor for m in maps}
+    problem.prepare_scratch(row["params"], (used | described) & set(variant.scratch))
+    for tensor_map in maps:  # after the scratch buffers they may describe
+        problem.scratch[tensor_map.name] = _device_tensor_map(tensor_map, problem, env)
     steps: list[tuple[str, Callable[[], None]]] = []
     attributes: dict[str, int] = {}
     for launch, geometry in active:
@@ -184,6 +193,26 @@ def build_launcher(
                            ("local_bytes_per_thread", kernel.local_size_bytes)):  # fmt: skip
             attributes[key] = max(attributes.get(key, 0), int(value))
     return Launcher(steps, attributes, on_host=variant.runs_on == "cpu")
+
+
+def _check_arch(arch: str) -> None:
+    """Refuse, before compiling, a variant built for another architecture than this GPU's
+    (sm_90a code runs on compute capability 9.0 only)."""
+    capability = _cupy().cuda.Device().compute_capability  # '90'
+    if arch.removeprefix("sm_").rstrip("a") != capability:
+        raise LaunchRefused(f"the kernels are built for {arch}; this GPU is compute "
+                            f"capability {capability[:-1]}.{capability[-1]}")  # fmt: skip
+
+
+def _device_tensor_map(tensor_map: TensorMap, problem: Problem, env: dict[str, int]) -> Any:
+    """A tensor map of one configuration, encoded on the host and copied to the device
+    (kernels take its address)."""
+    array = problem.arg(tensor_map.tensor)
+    try:
+        encoded = encode(tensor_map, tensor_map.sizes(env), str(array.dtype), array.data.ptr)
+    except TensorMapError as exc:  # refused before any launch, like too much shared memory
+        raise LaunchRefused(str(exc)) from None
+    return _cupy().asarray(np.frombuffer(encoded, dtype=np.uint8))
 
 
 def _cuda_errors() -> tuple[type[BaseException], ...]:

@@ -32,6 +32,7 @@ from .errors import ConfigError, NcuflowError
 from .expr import Expr, ExprError
 from .metrics import DEFAULT_COMPUTE, PRECISIONS
 from .strict import duplicate_keys
+from .tma import TensorMap, TensorMapError, parse_tensor_map
 
 # Element sizes of every dtype a tensor or scalar may have.
 DTYPE_BYTES = {
@@ -66,11 +67,14 @@ DEVICE_FACTS = ("sm_count", "max_threads_per_sm", "smem_per_sm")
 _FRONT_MATTER = re.compile(r"/\*---\s*\n(.*?)\n---\*/", re.DOTALL)
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# An architecture a variant may be compiled for besides the device's own: sm_90a is the
+# H100/H200's with its architecture-specific instructions (wgmma, setmaxnreg).
+_ARCH = re.compile(r"sm_\d{2,3}a?\Z")
 _VARIANT_KEYS = {
     "kernel", "idea", "params", "restrictions", "block", "grid", "static_smem",
     "dynamic_smem", "smem_optin", "dtype", "out_dtype", "accepts", "library", "baseline",
     "runs_on", "compute", "model_dram_bytes", "executed_flops", "launches", "scratch",
-    "profiled", "host_memory", "requires",
+    "profiled", "host_memory", "requires", "arch", "tensor_maps",
 }  # fmt: skip
 _LAUNCH_KEYS = {"name", "kernel", "library", "block", "grid", "static_smem", "dynamic_smem",
                 "args", "when"}  # fmt: skip
@@ -333,6 +337,10 @@ class Variant:
     # analytic DRAM bytes without help from L2, and FLOPs executed including padding
     model_dram_bytes: Expr | None = None
     executed_flops: Expr | None = None
+    # an NVRTC architecture (sm_90a) where the kernels need more than the device's default,
+    # and the TMA tensor maps its launches take (tma.py)
+    arch: str | None = None
+    tensor_maps: dict[str, TensorMap] = field(default_factory=dict)
 
     @property
     def is_cuda(self) -> bool:
@@ -367,6 +375,8 @@ class Variant:
         ]
         for tensor in self.scratch.values():
             named += [(f"scratch.{tensor.name}.shape", e) for e in tensor.shape]
+        for tensor_map in self.tensor_maps.values():
+            named += tensor_map.expressions()
         return named
 
 
@@ -524,7 +534,9 @@ def _launch(where: str, data: Mapping[str, Any], cuda: bool, source: str) -> Lau
                 raise SpecError(f"{where}: the declaration needs '{key}'")
         kernel = str(data["kernel"])
         if not re.search(rf"\b{re.escape(kernel)}\s*\(", source):
-            raise SpecError(f"{where}: kernel {kernel!r} is not defined in the file")
+            raise SpecError(
+                f"{where}: kernel {kernel!r} is not defined in the file or what it includes"
+            )
         return Launch(
             name=str(data.get("name", kernel)),
             kernel=kernel,
@@ -653,7 +665,25 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
         if buffer.draw is not None or buffer.memory != "device":
             raise SpecError(f"{path}: scratch.{sname} is device memory the variant writes itself")
         scratch[str(sname)] = buffer
-    launches = _launches(path, data, source)
+    arch = data.get("arch")
+    if arch is not None and (not _ARCH.match(str(arch)) or path.suffix != ".cu"):
+        raise SpecError(f"{path}: arch {arch!r} is not an architecture like sm_90a (CUDA "
+                        "variants only)")  # fmt: skip
+    tensor_maps = {}
+    for mname, mvalue in _named_map(path, data.get("tensor_maps"), "tensor_maps").items():
+        where = f"{path}: tensor_maps.{mname}"
+        if not _IDENTIFIER.match(str(mname)) or mname in {*view.tensors, *scratch, *dims}:
+            raise SpecError(f"{where}: the name must be an identifier of its own")
+        try:
+            tensor_maps[str(mname)] = parse_tensor_map(where, str(mname), mvalue, _expr_list)
+        except TensorMapError as exc:
+            raise SpecError(str(exc)) from None
+        if tensor_maps[str(mname)].tensor not in {*view.tensors, *scratch}:
+            raise SpecError(f"{where}: tensor {mvalue['tensor']!r} is neither a tensor of the "
+                            f"family nor a scratch buffer")  # fmt: skip
+    # a kernel may come from a shared header (the padding kernel of the fp16 rungs)
+    included = "".join(p.read_text() for p in local_includes(path)) if source else ""
+    launches = _launches(path, data, source + included)
     profiled = data.get("profiled", runs_on == "gpu")
     if not isinstance(profiled, bool) or (profiled and runs_on != "gpu"):
         raise SpecError(
@@ -682,6 +712,8 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
         requires=tuple(str(r) for r in requires),
         scratch=scratch,
         compute=tuple(compute),
+        arch=None if arch is None else str(arch),
+        tensor_maps=tensor_maps,
         **optional,
     )
     _check_names(path, variant, view)
@@ -699,7 +731,7 @@ def _check_names(path: Path, variant: Variant, view: _FamilyView) -> None:
                 f"{path}: {where} {expr.text!r} uses unknown name(s) "
                 f"{', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
             )
-    objects = set(view.tensors) | set(variant.scratch) | set(view.scalars)
+    objects = {*view.tensors, *variant.scratch, *variant.tensor_maps, *view.scalars}
     for i, launch in enumerate(variant.launches):
         for arg in launch.args or ():
             if arg.text in objects:
@@ -708,8 +740,8 @@ def _check_names(path: Path, variant: Variant, view: _FamilyView) -> None:
             if unknown:
                 raise SpecError(
                     f"{path}: launches[{i}].args {arg.text!r} is neither a tensor, a scratch "
-                    f"buffer nor a scalar ({', '.join(sorted(objects))}), nor an expression "
-                    f"over {', '.join(sorted(known))}"
+                    f"buffer, a tensor map nor a scalar ({', '.join(sorted(objects))}), nor an "
+                    f"expression over {', '.join(sorted(known))}"
                 )
 
 

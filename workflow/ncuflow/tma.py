@@ -1,0 +1,128 @@
+"""Tensor maps for Hopper's Tensor Memory Accelerator (TMA).
+
+A kernel that copies tiles with ``cp.async.bulk.tensor`` names a tensor map: a 128-byte
+descriptor of a matrix in global memory (address, shape, row pitch), of the box one copy
+brings, and of the swizzle it applies in shared memory. A variant declares its maps
+(``tensor_maps:`` in its spec); the harness encodes each one per configuration on the
+host, with the driver's ``cuTensorMapEncodeTiled`` (called through ctypes: no binding
+package needed), copies it to device memory and passes its address. The rules the driver
+would refuse with a bare error code are checked first, here, with one message each.
+
+Only what the bundled kernels use is offered: two dimensions (a row-major matrix), boxes
+of at most one 128-byte swizzle row, out-of-bounds elements filled with zeros.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import NcuflowError
+from .expr import Expr
+
+SWIZZLE_BYTES = 128  # CU_TENSOR_MAP_SWIZZLE_128B: the layout wgmma reads without conflicts
+MAX_BOX = 256  # elements per box dimension
+MAP_BYTES = 128  # sizeof(CUtensorMap)
+# CUtensorMapDataType by element type
+DATA_TYPES = {"float16": 6, "float32": 7, "bfloat16": 9}
+_SWIZZLE_128B, _L2_PROMOTION_128B, _OOB_FILL_ZEROS, _INTERLEAVE_NONE = 3, 2, 0, 0
+
+
+class TensorMapError(NcuflowError):
+    """A tensor map the TMA cannot use, or the driver refused."""
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """``tensor`` (a family tensor or scratch buffer) seen as a rows × cols row-major
+    matrix with ``ld`` elements per row, copied in boxes of box_rows × box_cols."""
+
+    name: str
+    tensor: str
+    shape: tuple[Expr, Expr]
+    ld: Expr
+    box: tuple[Expr, Expr]
+
+    def expressions(self) -> list[tuple[str, Expr]]:
+        where = f"tensor_maps.{self.name}"
+        return [(f"{where}.shape", self.shape[0]), (f"{where}.shape", self.shape[1]),
+                (f"{where}.ld", self.ld), (f"{where}.box", self.box[0]),
+                (f"{where}.box", self.box[1])]  # fmt: skip
+
+    def sizes(self, env: Mapping[str, int]) -> dict[str, int]:
+        """rows, cols, ld, box_rows, box_cols at one configuration."""
+        return {"rows": int(self.shape[0](env)), "cols": int(self.shape[1](env)),
+                "ld": int(self.ld(env)), "box_rows": int(self.box[0](env)),
+                "box_cols": int(self.box[1](env))}  # fmt: skip
+
+
+def problems(sizes: Mapping[str, int], element_bytes: int, address: int) -> list[str]:
+    """What the TMA would refuse in a map of these sizes, one line each (none: usable)."""
+    rows, cols, ld = sizes["rows"], sizes["cols"], sizes["ld"]
+    found = []
+    for key in ("box_rows", "box_cols"):
+        if not 1 <= sizes[key] <= MAX_BOX:
+            found.append(f"{key} {sizes[key]} is not within 1..{MAX_BOX}")
+    if sizes["box_cols"] * element_bytes > SWIZZLE_BYTES:
+        found.append(f"a box row of {sizes['box_cols']} elements is "
+                     f"{sizes['box_cols'] * element_bytes} bytes, more than the "
+                     f"{SWIZZLE_BYTES}-byte swizzle row")  # fmt: skip
+    if rows < 1 or cols < 1:
+        found.append(f"the matrix is {rows} × {cols}")
+    if ld < cols:
+        found.append(f"ld {ld} is less than the {cols} columns")
+    if ld * element_bytes % 16:
+        found.append(f"rows of {ld} elements are {ld * element_bytes} bytes apart, not a "
+                     "multiple of 16")  # fmt: skip
+    if address % 16:
+        found.append(f"the matrix starts at {address:#x}, not 16-byte aligned")
+    return found
+
+
+def encode(tensor_map: TensorMap, sizes: Mapping[str, int], dtype: str, address: int) -> bytes:
+    """The 128 bytes of the tensor map of the matrix at device ``address`` (driver API)."""
+    element_bytes = {"float16": 2, "bfloat16": 2, "float32": 4}.get(dtype)
+    if element_bytes is None:
+        raise TensorMapError(f"tensor map {tensor_map.name}: {dtype} elements are not "
+                             f"supported; expected one of {', '.join(DATA_TYPES)}")  # fmt: skip
+    found = problems(sizes, element_bytes, address)
+    if found:
+        raise TensorMapError(f"tensor map {tensor_map.name} of {tensor_map.tensor}: "
+                             + "; ".join(found))  # fmt: skip
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        raise TensorMapError(f"tensor map {tensor_map.name}: no CUDA driver ({exc})") from None
+    u64x2, u32x2 = ctypes.c_uint64 * 2, ctypes.c_uint32 * 2
+    storage = ctypes.create_string_buffer(MAP_BYTES + 64)  # the map must be 64-byte aligned
+    aligned = (ctypes.addressof(storage) + 63) & ~63
+    result = driver.cuTensorMapEncodeTiled(
+        ctypes.c_void_p(aligned), ctypes.c_int(DATA_TYPES[dtype]), ctypes.c_uint32(2),
+        ctypes.c_void_p(address),
+        u64x2(sizes["cols"], sizes["rows"]),  # innermost dimension first
+        (ctypes.c_uint64 * 1)(sizes["ld"] * element_bytes),  # bytes between rows
+        u32x2(sizes["box_cols"], sizes["box_rows"]), u32x2(1, 1),
+        ctypes.c_int(_INTERLEAVE_NONE), ctypes.c_int(_SWIZZLE_128B),
+        ctypes.c_int(_L2_PROMOTION_128B), ctypes.c_int(_OOB_FILL_ZEROS),
+    )  # fmt: skip
+    if result != 0:
+        raise TensorMapError(f"tensor map {tensor_map.name} of {tensor_map.tensor}: "
+                             f"cuTensorMapEncodeTiled returned CUresult {result}")  # fmt: skip
+    return ctypes.string_at(aligned, MAP_BYTES)
+
+
+def parse_tensor_map(where: str, name: str, value: Any, expr: Any) -> TensorMap:
+    """One ``tensor_maps`` entry of a variant's spec: {tensor, shape, ld, box}."""
+    if not isinstance(value, dict) or set(value) != {"tensor", "shape", "ld", "box"}:
+        raise TensorMapError(f"{where}: expected {{tensor, shape: 'rows, cols', ld, box: "
+                             f"'box_rows, box_cols'}}, got {value!r}")  # fmt: skip
+    shape, box = expr(f"{where}.shape", value["shape"]), expr(f"{where}.box", value["box"])
+    if len(shape) != 2 or len(box) != 2:
+        raise TensorMapError(f"{where}: shape and box each need two expressions (rows, cols)")
+    ld = expr(f"{where}.ld", value["ld"])
+    if len(ld) != 1:
+        raise TensorMapError(f"{where}: ld is one expression, the elements between rows")
+    return TensorMap(name=name, tensor=str(value["tensor"]), shape=(shape[0], shape[1]),
+                     ld=ld[0], box=(box[0], box[1]))  # fmt: skip
