@@ -73,7 +73,8 @@ CAPTURES = ROOT / "resources" / "captures"
 # Each committed capture and the study it holds (every study names its capture).
 STUDIES = {
     "h100-sxm": ROOT / "config.yaml",
-    "h200": ROOT / "config.yaml",  # the default study, captured on an H200
+    # the default study captured on an H200 on 2026-11-23, before the Hopper rungs joined it
+    "h200": ROOT / "config.yaml",
     **{f"h100-sxm-{p.stem}": p for p in sorted((ROOT / "experiments").glob("*.yaml"))},
 }
 
@@ -91,6 +92,10 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
 
     config = yaml.safe_load(STUDIES[capture].read_text())
     config["kernels_dir"] = str(ROOT / "kernels")
+    for name, experiment in config["experiments"].items():  # what the capture measured
+        kept = CAPTURES / capture / name
+        experiment["variants"] = {v: spec for v, spec in experiment["variants"].items()
+                                  if (kept / v).is_dir()}  # fmt: skip
     study = load_study(config)
     folder, work = CAPTURES / capture, Path(tempfile.mkdtemp(prefix=f"replay-{capture}-"))
     replay_device(folder, work / "device.json")

@@ -43,16 +43,16 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     announced = [line for line in proc.stderr.splitlines() if line.startswith("ncuflow: mode")]
     assert len(announced) == 1
-    assert "replaying capture h100-sxm (NVIDIA H100 80GB HBM3, 2026-11-23)" in announced[0]
+    assert "replaying capture h100-sxm (NVIDIA H100 80GB HBM3, 2026-11-24)" in announced[0]
     # the terminal shows progress, not the scheduler's lines (those stay in the log file)
     printed = (proc.stdout + proc.stderr).splitlines()
-    assert "70 of 70 steps (100%) done" in printed and "Select jobs to execute..." not in printed
+    assert "74 of 74 steps (100%) done" in printed and "Select jobs to execute..." not in printed
     assert len(printed) < 300
     results = workflow_copy / "results" / "matmul_ladder"
     table = pd.read_parquet(results / "table.parquet")
     assert table.columns[:8].tolist() == REQUIRED[:8]  # leading columns, then M, N, K
     assert set(REQUIRED) <= set(table.columns)
-    assert len(table) == 64 and (table["status"] == "ok").all()
+    assert len(table) == 72 and (table["status"] == "ok").all()
     tolerance = {"float32": 1e-5, "tf32": 5e-3, "float16": 1e-3}
     assert (table["rel_error"] < table["dtype"].map(tolerance)).all()
     assert not table.duplicated(["variant", "config_id"]).any()
@@ -69,9 +69,9 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
         png = (results / f"{figure}.png").read_bytes()
         assert png.startswith(b"\x89PNG") and len(png) > 10_000
         svg = (results / f"{figure}.svg").read_text()
-        assert "replayed from capture h100-sxm, 2026-11-23" in svg
+        assert "replayed from capture h100-sxm, 2026-11-24" in svg
     roofs = (results / "roofline.svg").read_text()
-    assert "FP16 tensor 968" in roofs and "TF32 tensor 487" in roofs and "measured 754" in roofs
+    assert "FP16 tensor 970" in roofs and "TF32 tensor 485" in roofs and "measured 769" in roofs
     assert "not drawn: no variant is swept" in (results / "sweep.svg").read_text()
     # replay reproduces the table the GPU run itself wrote, value for value
     gpu = pd.read_parquet(ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder"
@@ -96,7 +96,7 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert "replayed_from" in (workflow_copy / "results" / "device.json").read_text()
     (devices,) = (workflow_copy / "results" / "devices").glob("*.json")  # the capture's GPU
     assert devices.name == "NVIDIA_H100_80GB_HBM3.json"
-    assert len(json.loads(devices.read_text())["jobs"]) == 28
+    assert len(json.loads(devices.read_text())["jobs"]) == 30
     again = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
     assert "Nothing to be done" in again.stdout + again.stderr
     summary = (results / "summary.md").read_text()
