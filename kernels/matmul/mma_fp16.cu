@@ -18,8 +18,8 @@
 // Tunables: BM, BN, BK, WM, WN, STAGES; GROUP_M (block rows walked together, for L2 reuse);
 // MIN_BLOCKS (blocks per SM the register allocation must allow: __launch_bounds__).
 // Analytic DRAM traffic without reuse through L2 across blocks (A read once per block
-// column, B once per block row, C written once), plus the padded copies where they run:
-// 2·(M·K·ceil(N/BN) + K·N·ceil(M/BM)) + 4·M·N bytes [+ 2·2·(M·K + K·N) + ...].
+// column, B once per block row, C written once): 2·(M·K·ceil(N/BN) + K·N·ceil(M/BM)) +
+// 4·M·N bytes, plus, where the padded copies run, A and B read and their copies written.
 /*---
 idea: mma.sync m16n8k16 fed by ldmatrix.x4 from padded shared memory, a STAGES-deep cp.async pipeline; a padded copy of A and B where rows are not 16-byte aligned
 params:

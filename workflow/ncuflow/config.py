@@ -18,6 +18,7 @@ from .expand import PENDING, DeviceLimits, expand_variant, size_grid
 from .records import atomic_write
 from .spec import STANDARD_FIGURES, Family, SpecError, available_families, load_family, scalar_value
 from .strict import check_grid, check_sections, no_floats
+from .vocab import L2_FLUSH_METHOD
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 BUNDLED_KERNELS = Path(__file__).resolve().parents[2] / "kernels"  # the workflow's own
@@ -162,7 +163,7 @@ class Study:
             "kernels_dir": str(self.kernels_dir),
             "family_fingerprint": exp.family.fingerprint,
             "seed": self.config["seed"],
-            "timing": self.config["timing"],
+            "timing": {**self.config["timing"], "l2_flush": L2_FLUSH_METHOD},
             "scalars": exp.scalars,
             "device_facts": DeviceLimits.from_config(self.config["device_limits"]).facts(),
             "configs": configs,

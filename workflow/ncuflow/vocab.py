@@ -24,6 +24,12 @@ TIMEOUT, PROFILE_ERROR = "timeout", "profile_error"
 # Beside a variant's ncu_long.parquet: the configurations ncu could not profile, and why.
 PROFILE_ERRORS = "profile_errors.json"
 
+# How the L2 cache is emptied before each timed launch (timing.flush_l2), recorded in every
+# plan's timing so that a capture timed otherwise is told apart: a read of a buffer twice
+# the size of L2 leaves only clean lines, where a memset (before 2026-11-24) left dirty
+# lines that were written back during the timed launch and made some times bimodal.
+L2_FLUSH_METHOD = "read 2x L2 (ld.global.cg)"
+
 # The profile worker opens one NVTX range per configuration, named by this prefix and the
 # configuration's id; ncu keeps to those ranges and the names map kernels back.
 NVTX_PREFIX = "ncuflow_"
