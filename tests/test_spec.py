@@ -79,3 +79,12 @@ def test_bad_declarations_are_named(
     _edit(family_copy / "matmul" / file, old, new)
     with pytest.raises(SpecError, match=message):
         load_family(family_copy, "matmul")
+
+
+def test_the_fingerprint_does_not_depend_on_how_kernels_dir_is_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(ROOT)
+    for name in ("matmul", "classifier"):  # the classifier includes a header of its own
+        relative = load_family(Path("kernels"), name).fingerprint
+        assert relative == load_family(ROOT / "kernels", name).fingerprint

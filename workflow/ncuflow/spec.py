@@ -810,7 +810,8 @@ def _figures(path: Path, data: Any) -> dict[str, Figure]:
 @functools.cache
 def load_family(kernels_dir: Path, name: str) -> Family:
     """Read kernels/<name>/: family.yaml and every variant file beside it."""
-    folder = Path(kernels_dir) / name
+    # resolved: the fingerprint tells a family's own headers from others' by their folder
+    folder = Path(kernels_dir).resolve() / name
     path = folder / "family.yaml"
     if not path.is_file():
         raise SpecError(f"{path}: no such file")
