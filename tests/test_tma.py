@@ -54,7 +54,8 @@ def _variant_file(tmp_path: Path, front: str) -> Path:
     for name in ("family.yaml", "family.py"):
         (folder / "matmul" / name).write_text((ROOT / "kernels" / "matmul" / name).read_text())
     (folder / "matmul" / "probe.cu").write_text(
-        f'/*---\n{front}\n---*/\nextern "C" __global__ void probe(const void* a) {{}}\n'
+        f"/*---\n{front}\n---*/\n#ifndef BM\n#define BM 64\n#endif\n"
+        'extern "C" __global__ void probe(const void* a) {}\n'
     )
     return folder
 
@@ -65,6 +66,8 @@ def _variant_file(tmp_path: Path, front: str) -> Path:
      "box: '64, 64'}", "tensor 'Q' is neither a tensor of the family"),
     ("kernel: probe\nblock: 32\ngrid: 1\ntensor_maps:\n  m: {tensor: A, shape: M, ld: K, "
      "box: '64, 64'}", "shape and box each need two expressions"),
+    ("kernel: probe\nblock: 32\ngrid: 1\nparams: {BM: 64}\ntensor_maps:\n  BM: {tensor: A, "
+     "shape: 'M, K', ld: K, box: '64, 64'}", "the name must be an identifier of its own"),
     ("kernel: probe\nblock: 32\ngrid: 1\ntensor_maps:\n  m: {tensor: A, shape: 'M, K'}",
      "expected {tensor, shape"),
     ("launches:\n  - {kernel: probe, block: 32, grid: 1, args: [mapp, C, M, N, K]}\n"

@@ -672,7 +672,8 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
     tensor_maps = {}
     for mname, mvalue in _named_map(path, data.get("tensor_maps"), "tensor_maps").items():
         where = f"{path}: tensor_maps.{mname}"
-        if not _IDENTIFIER.match(str(mname)) or mname in {*view.tensors, *scratch, *dims}:
+        taken = {*view.tensors, *view.scalars, *scratch, *dims, *params}
+        if not _IDENTIFIER.match(str(mname)) or mname in taken:
             raise SpecError(f"{where}: the name must be an identifier of its own")
         try:
             tensor_maps[str(mname)] = parse_tensor_map(where, str(mname), mvalue, _expr_list)

@@ -15,6 +15,7 @@ of at most one 128-byte swizzle row, out-of-bounds elements filled with zeros.
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +26,8 @@ from .expr import Expr
 SWIZZLE_BYTES = 128  # CU_TENSOR_MAP_SWIZZLE_128B: the layout wgmma reads without conflicts
 MAX_BOX = 256  # elements per box dimension
 MAP_BYTES = 128  # sizeof(CUtensorMap)
-# CUtensorMapDataType by element type
-DATA_TYPES = {"float16": 6, "float32": 7, "bfloat16": 9}
+# CUtensorMapDataType and element size, by element type
+DATA_TYPES = {"float16": (6, 2), "float32": (7, 4), "bfloat16": (9, 2)}
 _SWIZZLE_128B, _L2_PROMOTION_128B, _OOB_FILL_ZEROS, _INTERLEAVE_NONE = 3, 2, 0, 0
 
 
@@ -58,6 +59,12 @@ class TensorMap:
                 "box_cols": int(self.box[1](env))}  # fmt: skip
 
 
+@functools.cache
+def _driver() -> ctypes.CDLL:
+    """The CUDA driver library, loaded once per process."""
+    return ctypes.CDLL("libcuda.so.1")
+
+
 def problems(sizes: Mapping[str, int], element_bytes: int, address: int) -> list[str]:
     """What the TMA would refuse in a map of these sizes, one line each (none: usable)."""
     rows, cols, ld = sizes["rows"], sizes["cols"], sizes["ld"]
@@ -83,23 +90,23 @@ def problems(sizes: Mapping[str, int], element_bytes: int, address: int) -> list
 
 def encode(tensor_map: TensorMap, sizes: Mapping[str, int], dtype: str, address: int) -> bytes:
     """The 128 bytes of the tensor map of the matrix at device ``address`` (driver API)."""
-    element_bytes = {"float16": 2, "bfloat16": 2, "float32": 4}.get(dtype)
-    if element_bytes is None:
+    if dtype not in DATA_TYPES:
         raise TensorMapError(f"tensor map {tensor_map.name}: {dtype} elements are not "
                              f"supported; expected one of {', '.join(DATA_TYPES)}")  # fmt: skip
+    data_type, element_bytes = DATA_TYPES[dtype]
     found = problems(sizes, element_bytes, address)
     if found:
         raise TensorMapError(f"tensor map {tensor_map.name} of {tensor_map.tensor}: "
                              + "; ".join(found))  # fmt: skip
     try:
-        driver = ctypes.CDLL("libcuda.so.1")
+        driver = _driver()
     except OSError as exc:
         raise TensorMapError(f"tensor map {tensor_map.name}: no CUDA driver ({exc})") from None
     u64x2, u32x2 = ctypes.c_uint64 * 2, ctypes.c_uint32 * 2
     storage = ctypes.create_string_buffer(MAP_BYTES + 64)  # the map must be 64-byte aligned
     aligned = (ctypes.addressof(storage) + 63) & ~63
     result = driver.cuTensorMapEncodeTiled(
-        ctypes.c_void_p(aligned), ctypes.c_int(DATA_TYPES[dtype]), ctypes.c_uint32(2),
+        ctypes.c_void_p(aligned), ctypes.c_int(data_type), ctypes.c_uint32(2),
         ctypes.c_void_p(address),
         u64x2(sizes["cols"], sizes["rows"]),  # innermost dimension first
         (ctypes.c_uint64 * 1)(sizes["ld"] * element_bytes),  # bytes between rows
