@@ -79,6 +79,19 @@ STUDIES = {
 }
 
 
+def _captured_grid(plan_path: Path, spec: dict | None) -> dict | None:
+    """A variant's entry narrowed to the parameter values its captured plan holds: a capture
+    taken before the study widened a grid still replays the configurations it has."""
+    if not plan_path.is_file():  # captures before plans were kept: taken as configured
+        return spec
+    configs = json.loads(plan_path.read_text())["configs"]
+    values = {name: sorted({c["params"][name] for c in configs}) for name in configs[0]["params"]}
+    if not values:
+        return spec
+    params = {name: v[0] if len(v) == 1 else v for name, v in values.items()}
+    return {**(spec or {}), "params": params}
+
+
 @functools.cache
 def replayed(capture: str) -> dict[str, pd.DataFrame]:
     """A capture's study replayed through the stages' functions (no Snakemake): its
@@ -94,7 +107,8 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
     config["kernels_dir"] = str(ROOT / "kernels")
     for name, experiment in config["experiments"].items():  # what the capture measured
         kept = CAPTURES / capture / name
-        experiment["variants"] = {v: spec for v, spec in experiment["variants"].items()
+        experiment["variants"] = {v: _captured_grid(kept / v / "plan.json", spec)
+                                  for v, spec in experiment["variants"].items()
                                   if (kept / v).is_dir()}  # fmt: skip
     study = load_study(config)
     folder, work = CAPTURES / capture, Path(tempfile.mkdtemp(prefix=f"replay-{capture}-"))

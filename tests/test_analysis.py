@@ -22,17 +22,27 @@ def _row(capture: str, experiment: str, variant: str, size: int, **params: int) 
     [
         # memory, at each level
         (("transpose", "smem_tiled", 8192, {"TILE": 32, "PAD": 1}), "memory", "dram", "DRAM at"),
-        (("matmul_ladder", "wmma_fp16_pipelined", 4096, {}), "memory", "l2", "L2 at"),
+        (("matmul_ladder", "wmma_fp16_pipelined", 4096, {"STAGES": 4}), "memory", "l2", "L2 at"),
         (("matmul_ladder", "naive", 4096, {}), "memory", "l1", "L1 at"),
         (("matmul_ladder", "double_buffer", 4096, {}), "memory", "shared", "shared memory at"),
         (("transpose", "smem_tiled", 8192, {"TILE": 32, "PAD": 0}), "memory", "shared", "shared"),
         # compute, on the roof of its precision
         (("matmul_ladder", "cublas_tf32", 4096, {}), "compute", "tensor_tf32", "tensor_tf32 at"),
         (("matmul_ladder", "cublas_fp16", 4096, {}), "compute", "tensor_fp16", "tensor_fp16 at"),
-        (("matmul_ladder", "warptile", 4096, {}), "compute", "fp32", "fp32 at"),
+        (
+            ("matmul_ladder", "warptile", 4096, {"BN": 256, "WM": 64, "TM": 16, "MIN_BLOCKS": 1}),
+            "compute",
+            "fp32",
+            "fp32 at",
+        ),
         # latency, with its limiter
         (("matmul_ladder", "tiled_coarse", 1024, {}), "latency", "waves", "of one wave"),
-        (("matmul_ladder", "wmma_fp16", 4096, {}), "latency", "occupancy", "limited by registers"),
+        (
+            ("matmul_ladder", "wmma_fp16", 4096, {"FRAG_M": 4}),
+            "latency",
+            "occupancy",
+            "limited by registers",
+        ),
         (("matmul_ladder", "regtile_vd", 4096, {}), "latency", "issue stalls", "sm__issue_active"),
     ],
 )

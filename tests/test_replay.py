@@ -196,9 +196,16 @@ def test_a_run_over_two_gpus_names_each_row_s_gpu() -> None:
 @pytest.mark.parametrize("capture", ["h100-sxm", "h200", "h100-sxm-classifier_layers",
                                      "h100-sxm-conv_layers"])  # fmt: skip
 def test_a_replay_reproduces_the_gpu_tables_value_for_value(capture: str) -> None:
+    """Every measured value comes back as captured. The analytic model of a kernel comes
+    from today's spec: where the kernel sources changed since the capture (the row says so)
+    it may differ, and only there."""
     for name, table in replayed(capture).items():
         gpu = pd.read_parquet(CAPTURE.parent / capture / name / "table.parquet")
         numeric = [c for c in gpu.columns if pd.api.types.is_numeric_dtype(gpu[c])]
+        changed = table["capture_mismatch"].fillna("").str.contains("kernel sources")
+        model = [c for c in numeric if c.startswith("model_")]
+        table, gpu = table.copy(), gpu.copy()
+        table.loc[changed, model] = gpu.loc[changed, model]
         pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
         assert (table["status"] == gpu["status"]).all() and len(table) == len(gpu)
 

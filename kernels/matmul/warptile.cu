@@ -48,6 +48,11 @@ restrictions:
   - MIN_BLOCKS >= 1
   - (BM // WM) * (BN // WN) * 32 * MIN_BLOCKS <= 2048
   - MIN_BLOCKS * (STAGES * (BK * (BM + 4) + BK * BN) * 4 + 1024) <= 233472
+  # registers per thread: TM·TN accumulators, TM + TN fragment values and about 40 more
+  # (121 at 8×8, 211 at 16×8), within the 255 a thread may have and its share of the SM's
+  # 64 K at MIN_BLOCKS blocks; beyond, ptxas spills hundreds of bytes and the rung runs
+  # ten times slower
+  - TM * TN + TM + TN + 40 <= min(255, 65536 // ((BM // WM) * (BN // WN) * 32 * MIN_BLOCKS))
 ---*/
 
 #include "sgemm_tiles.cuh"

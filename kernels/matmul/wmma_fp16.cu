@@ -3,31 +3,58 @@
 // fragments; the block is WARPS_M×WARPS_N warps. Fragments are loaded straight from global
 // memory when the 16×16 tile is in bounds and its rows are 16-byte aligned, otherwise through
 // a zero-padded per-warp scratch tile in shared memory; no data is shared between warps.
+// Where K or N is not a multiple of 8 a first kernel copies A and B into row-padded scratch
+// matrices (as in mma_fp16), so that only the edge tiles take the scratch path: with every
+// tile staged, this rung ran at 21 TFLOP/s at 2049 and its durations spread over 10 %.
 // From report 002 (its tensor-core rung). Tunables: WARPS_M, WARPS_N, FRAG_M, FRAG_N.
 // Analytic DRAM traffic without reuse through L2 across blocks, L1 serving the warps of a
 // block that read the same rows of A or columns of B (A is read once per block column, B
 // once per block row): 2·(M·K·ceil(N/(16·FRAG_N·WARPS_N)) + K·N·ceil(M/(16·FRAG_M·WARPS_M)))
-// + 4·M·N bytes. Were every warp's reads to miss L1 it would be
+// + 4·M·N bytes, plus, where the padded copies run, A and B read and their copies written.
+// Were every warp's reads to miss L1 it would be
 // 2·(M·K·ceil(N/(16·FRAG_N)) + K·N·ceil(M/(16·FRAG_M))) + 4·M·N; the H100's L2 traffic at
 // 4096 (3.1 GB against 3.3 and 6.5) shows the block-level figure.
 // At M=N=K=2049 warps wholly outside C return, but a warp that reaches C computes all its
 // FRAG_M×FRAG_N 16×16×16 mmas over zero padding: M padded to 2112 (FRAG_M 4 → 64 rows per
 // warp), N to 2080 (FRAG_N 2 → 32), K to 2064: tensor executed_flops / flops = 1.054.
 /*---
-kernel: matmul_wmma_fp16
-idea: each warp computes FRAG_M×FRAG_N WMMA fragments of C; operands straight from global memory
+idea: each warp computes FRAG_M×FRAG_N WMMA fragments of C; operands straight from global memory; a padded copy of A and B where rows are not 16-byte aligned
 params:
   WARPS_M: 2
   WARPS_N: 2
   FRAG_M: 4
   FRAG_N: 2
-block: 32 * WARPS_M * WARPS_N
-grid: ceil_div(N, 16 * FRAG_N * WARPS_N), ceil_div(M, 16 * FRAG_M * WARPS_M)
-static_smem: WARPS_M * WARPS_N * 16 * 16 * 4
 dtype: float16
 out_dtype: float32
+scratch:
+  A_padded: {shape: "M, round_up(K, 8)"}
+  B_padded: {shape: "K, round_up(N, 8)"}
+launches:
+  - &gemm
+    kernel: matmul_wmma_fp16
+    name: gemm
+    when: K % 8 == 0 and N % 8 == 0
+    block: 32 * WARPS_M * WARPS_N
+    grid: ceil_div(N, 16 * FRAG_N * WARPS_N), ceil_div(M, 16 * FRAG_M * WARPS_M)
+    static_smem: WARPS_M * WARPS_N * 16 * 16 * 4
+    args: [A, B, C, M, N, K, K, N]
+  - &pad
+    kernel: matmul_pad_rows_fp16
+    name: pad_a
+    when: K % 8 != 0 or N % 8 != 0
+    block: 256
+    grid: ceil_div(M * round_up(K, 8) // 8, 256)
+    args: [A, A_padded, M, K, "round_up(K, 8)"]
+  - <<: *pad
+    name: pad_b
+    grid: ceil_div(K * round_up(N, 8) // 8, 256)
+    args: [B, B_padded, K, N, "round_up(N, 8)"]
+  - <<: *gemm
+    name: gemm_padded
+    when: K % 8 != 0 or N % 8 != 0
+    args: [A_padded, B_padded, C, M, N, K, "round_up(K, 8)", "round_up(N, 8)"]
 executed_flops: 2 * round_up(M, 16 * FRAG_M) * round_up(N, 16 * FRAG_N) * round_up(K, 16)
-model_dram_bytes: (M * K * ceil_div(N, 16 * FRAG_N * WARPS_N) + K * N * ceil_div(M, 16 * FRAG_M * WARPS_M)) * in_bytes + M * N * out_bytes
+model_dram_bytes: (M * K * ceil_div(N, 16 * FRAG_N * WARPS_N) + K * N * ceil_div(M, 16 * FRAG_M * WARPS_M)) * in_bytes + M * N * out_bytes + (K % 8 != 0 or N % 8 != 0) * (M * K + M * round_up(K, 8) + K * N + K * round_up(N, 8)) * in_bytes
 restrictions:
   - WARPS_M >= 1 and WARPS_N >= 1
   - FRAG_M >= 1 and FRAG_N >= 1
@@ -35,6 +62,8 @@ restrictions:
 
 #include <cuda_fp16.h>
 #include <mma.h>
+
+#include "fp16_gemm.cuh"
 
 #ifndef WARPS_M
 #define WARPS_M 2
@@ -80,7 +109,7 @@ __device__ __forceinline__ void stage_tile(__half* scratch, const __half* __rest
 
 extern "C" __global__ void __launch_bounds__(kThreads)
 matmul_wmma_fp16(const __half* __restrict__ A, const __half* __restrict__ B,
-                 float* __restrict__ C, int M, int N, int K) {
+                 float* __restrict__ C, int M, int N, int K, int lda, int ldb) {
   // One 16×16 fp32 tile per warp: staging of one fp16 operand tile (half of it) during the
   // main loop, staging of one accumulator tile in the epilogue. WMMA needs 32-byte alignment.
   __shared__ __align__(32) float scratch_all[kWarps][kFrag * kFrag];
@@ -96,7 +125,7 @@ matmul_wmma_fp16(const __half* __restrict__ A, const __half* __restrict__ B,
   __half* scratch_ab = reinterpret_cast<__half*>(scratch_c);
   // Direct fragment loads need 16-byte aligned rows (ld a multiple of 8 halves); tile starts
   // are then 32-byte aligned because row and column offsets are multiples of 16.
-  const bool a_rows_aligned = K % 8 == 0, b_rows_aligned = N % 8 == 0;
+  const bool a_rows_aligned = lda % 8 == 0, b_rows_aligned = ldb % 8 == 0;
 
   FragC acc[FRAG_M][FRAG_N];
 #pragma unroll
@@ -112,9 +141,9 @@ matmul_wmma_fp16(const __half* __restrict__ A, const __half* __restrict__ B,
     for (int i = 0; i < FRAG_M; ++i) {
       const int r = row0 + i * kFrag;
       if (a_rows_aligned && k_inside && r + kFrag <= M) {
-        wmma::load_matrix_sync(a[i], A + static_cast<size_t>(r) * K + k0, K);
+        wmma::load_matrix_sync(a[i], A + static_cast<size_t>(r) * lda + k0, lda);
       } else {
-        stage_tile(scratch_ab, A, M, K, K, r, k0, lane);
+        stage_tile(scratch_ab, A, M, K, lda, r, k0, lane);
         __syncwarp();
         wmma::load_matrix_sync(a[i], scratch_ab, kFrag);
         __syncwarp();  // the scratch tile is refilled next
@@ -124,9 +153,9 @@ matmul_wmma_fp16(const __half* __restrict__ A, const __half* __restrict__ B,
     for (int j = 0; j < FRAG_N; ++j) {
       const int c = col0 + j * kFrag;
       if (b_rows_aligned && k_inside && c + kFrag <= N) {
-        wmma::load_matrix_sync(b[j], B + static_cast<size_t>(k0) * N + c, N);
+        wmma::load_matrix_sync(b[j], B + static_cast<size_t>(k0) * ldb + c, ldb);
       } else {
-        stage_tile(scratch_ab, B, K, N, N, k0, c, lane);
+        stage_tile(scratch_ab, B, K, N, ldb, k0, c, lane);
         __syncwarp();
         wmma::load_matrix_sync(b[j], scratch_ab, kFrag);
         __syncwarp();

@@ -1,20 +1,23 @@
 // wmma_fp16_pipelined: the block computes a BM×BN tile of C with (BM/WM)·(BN/WN) warps, each
 // holding (WM/16)·(WN/16) WMMA accumulator fragments (fp16 inputs, fp32 accumulation). BM×BK
 // tiles of A and BK×BN tiles of B stream through a STAGES-deep ring of shared-memory buffers
-// filled with 16-byte cp.async (zero-filled past the edges; plain guarded loads when rows are
-// not 16-byte aligned), so loads of later tiles overlap the tensor-core work on the current
-// one. Rows are padded by 8 halves to spread ldmatrix rows over all banks; the epilogue goes
-// through shared memory (the same buffers) to coalesced float4 stores.
+// filled with 16-byte cp.async (zero-filled past the edges), so loads of later tiles overlap
+// the tensor-core work on the current one. Where K or N is not a multiple of 8 (rows not
+// 16-byte aligned) a first kernel copies A and B into row-padded scratch matrices, as in
+// mma_fp16: the guarded per-half loads this rung used instead ran at 44 TFLOP/s at 2049,
+// their duration alternating between two values from launch to launch. Rows are padded by
+// 8 halves to spread ldmatrix rows over all banks; the epilogue goes through shared memory
+// (the same buffers) to coalesced float4 stores.
 // From report 002 (its tensor-core rung), with the tiling of reports 001, 003 and 004.
 // Tunables: BM, BN, BK, WM, WN, STAGES; GROUP_M (block rows walked together, for L2 reuse);
 // MIN_BLOCKS (blocks per SM the register allocation must allow: __launch_bounds__).
 // Analytic DRAM traffic without reuse through L2 across blocks (A is read once per block
-// column, B once per block row): 2·(M·K·ceil(N/BN) + K·N·ceil(M/BM)) + 4·M·N bytes.
+// column, B once per block row): 2·(M·K·ceil(N/BN) + K·N·ceil(M/BM)) + 4·M·N bytes, plus,
+// where the padded copies run, A and B read and their copies written.
 // At M=N=K=2049 every warp computes all its fragments over zero-filled tiles: M and N
 // padded to 2176 (BM, BN 128), K to 2080 (BK 32): tensor executed_flops / flops = 1.145.
 /*---
-kernel: matmul_wmma_fp16_pipelined
-idea: block-tiled WMMA with a STAGES-deep cp.async pipeline through padded shared memory
+idea: block-tiled WMMA with a STAGES-deep cp.async pipeline through padded shared memory; a padded copy of A and B where rows are not 16-byte aligned
 params:
   BM: 128
   BN: 128
@@ -24,14 +27,38 @@ params:
   STAGES: 4
   GROUP_M: 8
   MIN_BLOCKS: 2
-block: 32 * (BM // WM) * (BN // WN)
-grid: ceil_div(N, BN), ceil_div(M, BM)
-dynamic_smem: max(STAGES * (BM * (BK + 8) + BK * (BN + 8)) * 2, BM * (BN + 8) * 4)
 smem_optin: true
 dtype: float16
 out_dtype: float32
+scratch:
+  A_padded: {shape: "M, round_up(K, 8)"}
+  B_padded: {shape: "K, round_up(N, 8)"}
+launches:
+  - &gemm
+    kernel: matmul_wmma_fp16_pipelined
+    name: gemm
+    when: K % 8 == 0 and N % 8 == 0
+    block: 32 * (BM // WM) * (BN // WN)
+    grid: ceil_div(N, BN), ceil_div(M, BM)
+    dynamic_smem: max(STAGES * (BM * (BK + 8) + BK * (BN + 8)) * 2, BM * (BN + 8) * 4)
+    args: [A, B, C, M, N, K, K, N]
+  - &pad
+    kernel: matmul_pad_rows_fp16
+    name: pad_a
+    when: K % 8 != 0 or N % 8 != 0
+    block: 256
+    grid: ceil_div(M * round_up(K, 8) // 8, 256)
+    args: [A, A_padded, M, K, "round_up(K, 8)"]
+  - <<: *pad
+    name: pad_b
+    grid: ceil_div(K * round_up(N, 8) // 8, 256)
+    args: [B, B_padded, K, N, "round_up(N, 8)"]
+  - <<: *gemm
+    name: gemm_padded
+    when: K % 8 != 0 or N % 8 != 0
+    args: [A_padded, B_padded, C, M, N, K, "round_up(K, 8)", "round_up(N, 8)"]
 executed_flops: 2 * round_up(M, BM) * round_up(N, BN) * round_up(K, BK)
-model_dram_bytes: (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) * in_bytes + M * N * out_bytes
+model_dram_bytes: (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) * in_bytes + M * N * out_bytes + (K % 8 != 0 or N % 8 != 0) * (M * K + M * round_up(K, 8) + K * N + K * round_up(N, 8)) * in_bytes
 restrictions:
   - WM >= 16 and WN >= 16 and BK >= 16
   - WM % 16 == 0 and WN % 16 == 0 and BK % 16 == 0
@@ -43,6 +70,8 @@ restrictions:
 
 #include <cuda_fp16.h>
 #include <mma.h>
+
+#include "fp16_gemm.cuh"
 
 #ifndef BM
 #define BM 128
@@ -76,7 +105,6 @@ constexpr int kWarpSize = 32;
 constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN;
 constexpr int kThreads = kWarpsM * kWarpsN * kWarpSize;
 constexpr int kFragsM = WM / kFrag, kFragsN = WN / kFrag;
-constexpr int kChunk = 8;  // halves per 16-byte copy
 // Shared-memory leading dimensions. The +8 halves make each row pitch an odd multiple of 16
 // bytes (BK and BN are multiples of 16), so the eight 16-byte rows that one ldmatrix phase
 // reads fall in distinct banks.
@@ -95,56 +123,9 @@ using FragA = wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, __half, wmma::
 using FragB = wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, __half, wmma::row_major>;
 using FragC = wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float>;
 
-__device__ __forceinline__ void cp_async_16(void* smem_dst, const void* gmem_src, bool inside) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-  const int src_bytes = inside ? 16 : 0;  // 0: nothing is read, the 16 bytes are zero-filled
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src),
-               "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-// Copies the TILE_ROWS×TILE_COLS tile at (row0, col0) of a rows×cols row-major matrix
-// (leading dimension cols) into dst (leading dimension ld_dst), zeros outside the matrix,
-// in 8-half chunks spread over the block. With 16-byte aligned rows (cols % 8 == 0) a chunk
-// starting inside the matrix lies wholly inside it and goes by cp.async; otherwise each half
-// is loaded on its own and stored to shared memory directly.
-template <int TILE_ROWS, int TILE_COLS, int LD_DST>
-__device__ __forceinline__ void load_tile(__half* dst, const __half* __restrict__ src, int rows,
-                                          int cols, int row0, int col0, bool rows_aligned) {
-  constexpr int kChunksPerRow = TILE_COLS / kChunk;
-  constexpr int kChunks = TILE_ROWS * kChunksPerRow;
-#pragma unroll
-  for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {
-    const int chunk = static_cast<int>(threadIdx.x) + i * kThreads;
-    if (kChunks % kThreads != 0 && chunk >= kChunks) break;
-    const int r = chunk / kChunksPerRow, c = chunk % kChunksPerRow * kChunk;
-    const int gr = row0 + r, gc = col0 + c;
-    __half* d = dst + r * LD_DST + c;
-    const bool row_inside = gr < rows;
-    const __half* src_row = src + static_cast<size_t>(row_inside ? gr : 0) * cols;
-    if (rows_aligned) {
-      const bool inside = row_inside && gc < cols;
-      cp_async_16(d, inside ? src_row + gc : src, inside);
-    } else {
-#pragma unroll
-      for (int e = 0; e < kChunk; ++e) {
-        d[e] = (row_inside && gc + e < cols) ? src_row[gc + e] : __float2half(0.0f);
-      }
-    }
-  }
-}
-
 extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
 matmul_wmma_fp16_pipelined(const __half* __restrict__ A, const __half* __restrict__ B,
-                           float* __restrict__ C, int M, int N, int K) {
+                           float* __restrict__ C, int M, int N, int K, int lda, int ldb) {
   extern __shared__ __align__(128) unsigned char smem[];
   __half* smem_a = reinterpret_cast<__half*>(smem);  // STAGES × BM × kLdA
   __half* smem_b = smem_a + STAGES * kStageA;         // STAGES × BK × kLdB
@@ -152,21 +133,14 @@ matmul_wmma_fp16_pipelined(const __half* __restrict__ A, const __half* __restric
 
   const int warp = threadIdx.x / kWarpSize;
   const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
-  // Blocks start roughly in launch order; walking GROUP_M block rows down before moving one
-  // block column right keeps the A and B tiles of the blocks running together in L2.
-  const int tiles_n = gridDim.x, tiles_m = gridDim.y;
-  const int launch_id = blockIdx.y * tiles_n + blockIdx.x;
-  const int group = launch_id / (GROUP_M * tiles_n), in_group = launch_id % (GROUP_M * tiles_n);
-  const int group_rows = min(GROUP_M, tiles_m - group * GROUP_M);
-  const int block_row = (group * GROUP_M + in_group % group_rows) * BM;
-  const int block_col = in_group / group_rows * BN;
-  const bool a_rows_aligned = K % kChunk == 0, b_rows_aligned = N % kChunk == 0;
+  const BlockTile tile = grouped_block_tile(BM, BN, GROUP_M);
+  const int block_row = tile.row, block_col = tile.col;
   const int k_tiles = (K + BK - 1) / BK;
 
   auto load_stage = [&](int stage, int k_tile) {
     const int k0 = k_tile * BK;
-    load_tile<BM, BK, kLdA>(smem_a + stage * kStageA, A, M, K, block_row, k0, a_rows_aligned);
-    load_tile<BK, BN, kLdB>(smem_b + stage * kStageB, B, K, N, k0, block_col, b_rows_aligned);
+    load_tile_fp16<kThreads, BM, BK, kLdA>(smem_a + stage * kStageA, A, M, K, lda, block_row, k0);
+    load_tile_fp16<kThreads, BK, BN, kLdB>(smem_b + stage * kStageB, B, K, N, ldb, k0, block_col);
   };
 
   FragC acc[kFragsM][kFragsN];
