@@ -85,6 +85,8 @@ def _captured_grid(plan_path: Path, spec: dict | None) -> dict | None:
     if not plan_path.is_file():  # captures before plans were kept: taken as configured
         return spec
     configs = json.loads(plan_path.read_text())["configs"]
+    if not configs:
+        return spec
     values = {name: sorted({c["params"][name] for c in configs}) for name in configs[0]["params"]}
     if not values:
         return spec
