@@ -53,6 +53,14 @@ LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^"}
 BOUND_MARKERS = {"memory": "o", "compute": "^", "latency": "s"}
 LIMIT_MARKERS = {"registers": "o", "shared_mem": "s", "warps": "^", "blocks": "D"}
 FIGSIZE = (8.0, 4.8)  # inches: a page-wide figure of a report
+# Ceiling labels stay readable where data points lie under them: drawn above the markers,
+# on a light backing.
+CEILING_LABEL: dict[str, Any] = {
+    "fontsize": 7,
+    "color": "0.3",
+    "zorder": 5,
+    "bbox": {"fc": "white", "ec": "none", "alpha": 0.7, "pad": 1},
+}
 PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
 
 
@@ -252,9 +260,8 @@ def roofline(table: pd.DataFrame, family: Family, styles: Styles, device: dict[s
         ax.annotate(
             f"{LEVELS[lvl].label} {theory / 1e12:.2f} TB/s",
             (lo * 1.1, lo * 1.1 * theory / scale),
-            fontsize=7,
-            color="0.3",
             va="bottom",
+            **CEILING_LABEL,
         )
     for roof, (theory, measured) in roofs.items():
         for value, style in ((theory, "-"), (measured, "--")):
@@ -263,14 +270,8 @@ def roofline(table: pd.DataFrame, family: Family, styles: Styles, device: dict[s
         label = f"{PRECISIONS[roof].label} {theory / scale:,.3g}"
         if measured > 0:
             label += f" (measured {measured / scale:,.3g})"
-        ax.annotate(
-            f"{label} {unit}",
-            (hi / 1.05, theory / scale),
-            ha="right",
-            va="bottom",
-            fontsize=7,
-            color="0.3",
-        )
+        ax.annotate(f"{label} {unit}", (hi / 1.05, theory / scale), ha="right", va="bottom",
+                    **CEILING_LABEL)  # fmt: skip
     areas = marker_areas(rows[family.size_axis])
     for variant in styles.present(rows):
         pick = (rows["variant"] == variant).to_numpy()
@@ -338,7 +339,7 @@ def bandwidth_view(
         if measured > 0:
             label += f" (measured {measured / scale:,.3g})"
         ax.annotate(label, (0.01, theory / scale), xycoords=("axes fraction", "data"),
-                    fontsize=7, va="bottom", color="0.3")  # fmt: skip
+                    va="bottom", **CEILING_LABEL)  # fmt: skip
     size = rows[family.size_axis].astype(float)
     for variant in styles.present(rows):
         pick = rows["variant"] == variant
