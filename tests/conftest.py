@@ -73,8 +73,9 @@ CAPTURES = ROOT / "resources" / "captures"
 # Each committed capture and the study it holds (every study names its capture).
 STUDIES = {
     "h100-sxm": ROOT / "config.yaml",
-    # the default study captured on an H200 on 2026-11-23, before the Hopper rungs joined it
-    "h200": ROOT / "config.yaml",
+    "h200": ROOT / "config.yaml",  # the default study on one H200
+    # benchmarks/gpus.py's sweep, its run on both GPUs of one host at once (--resources gpu=2)
+    "h200-x2-gpus": ROOT / "benchmarks" / "gpus.yaml",
     **{f"h100-sxm-{p.stem}": p for p in sorted((ROOT / "experiments").glob("*.yaml"))},
 }
 

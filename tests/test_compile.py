@@ -113,3 +113,22 @@ def test_variant_compiles_with_nvrtc_as_the_harness_compiles_it(
     log = b" " * size
     nvrtc.nvrtcGetProgramLog(program, log)
     assert result == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")
+
+
+def test_the_harness_row_padding_kernel_compiles_for_every_element_and_chunk(
+    tmp_path: Path,
+) -> None:
+    """The copy behind row_alignment: each element size with each chunk a row may allow."""
+    from ncuflow.harness import _PAD_ROWS_SOURCE, _UNSIGNED
+
+    pairs = [(e, c) for e in (1, 2, 4, 8) for c in (1, 2, 4, 8, 16) if c >= e]
+    source = tmp_path / "pad.cu"
+    source.write_text("#include <vector_types.h>\n" + _PAD_ROWS_SOURCE + "".join(
+        f"template __global__ void ncuflow_pad_rows<{_UNSIGNED[e]}, {_UNSIGNED[c]}>("
+        f"const {_UNSIGNED[e]}*, {_UNSIGNED[c]}*, long long, int, int);\n" for e, c in pairs
+    ))  # fmt: skip
+    command = [NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-Xptxas", "-v",
+               "-o", str(tmp_path / "pad.cubin"), str(source)]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Compiling entry function") == len(pairs)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from ncuflow.problem import Problem
 from ncuflow.spec import SpecError, load_family, storage_dtype
 
 
@@ -88,3 +89,57 @@ def test_the_fingerprint_does_not_depend_on_how_kernels_dir_is_written(
     for name in ("matmul", "classifier"):  # the classifier includes a header of its own
         relative = load_family(Path("kernels"), name).fingerprint
         assert relative == load_family(ROOT / "kernels", name).fingerprint
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("row_alignment: {A: 16, B: 16}", "row_alignment: {C: 16, B: 16}", "not an input"),
+        ("row_alignment: {A: 16, B: 16}", "row_alignment: {A: 12, B: 16}", "a power of two"),
+        ("row_alignment: {A: 16, B: 16}", "row_alignment: {A: 2, B: 16}", r"\(4 bytes\)"),
+        ("row_alignment: {A: 16, B: 16}", "row_alignment: [A, B]", "mapping of names"),
+        ("    name: gemm\n", "    name: pad_B\n", "takes the name of the step"),
+        ("args: [A, B, C, M, N, K, ld_A, ld_B]", "args: [A, B, C, M, N, K, ld_A, ld_C]",
+         "nor an expression over .*ld_A, ld_B"),
+    ],
+)  # fmt: skip
+def test_bad_row_alignments_are_named(family_copy: Path, old: str, new: str, message: str) -> None:
+    _edit(family_copy / "matmul" / "regtile_2d.cu", old, new)
+    with pytest.raises(SpecError, match=message):
+        load_family(family_copy, "matmul")
+
+
+@pytest.mark.parametrize(
+    ("variant", "dtypes", "size", "lengths"),
+    [
+        ("regtile_2d", ("float32", "float32"), 2049, (2052, 2052)),
+        ("regtile_2d", ("float32", "float32"), 2048, (2048, 2048)),
+        ("wgmma_fp16", ("float16", "float32"), 2049, (2056, 2056)),
+        ("wgmma_fp16", ("float16", "float32"), 7, (8, 8)),
+    ],
+)
+def test_an_aligned_input_row_length_is_rounded_up_to_whole_alignments(
+    variant: str, dtypes: tuple[str, str], size: int, lengths: tuple[int, int]
+) -> None:
+    family = load_family(ROOT / "kernels", "matmul")
+    dims = {"M": 3, "N": size, "K": size}
+    env = family.scope(family.variants[variant], dims, {}, dtypes)
+    assert (env["ld_A"], env["ld_B"]) == lengths
+    assert env["in_bytes"] == np.dtype(dtypes[0]).itemsize
+
+
+def test_a_padded_copy_takes_the_input_place_and_is_refilled_by_its_step() -> None:
+    family = load_family(ROOT / "kernels", "matmul")
+    variant = family.variants["regtile_2d"]
+    dims = {"M": 3, "N": 8, "K": 7}
+    problem = Problem(family, variant, dims, {}, 5, ("float32", "float32"))
+    env = family.scope(variant, dims, variant.params, ("float32", "float32"))
+    steps = problem.pad_rows({name: env[f"ld_{name}"] for name in variant.row_alignment})
+    assert [name for name, _ in steps] == ["pad_A"]  # B's rows of 8 floats are aligned
+    padded, a = problem.arg("A"), problem.inputs["A"]
+    assert padded.shape == (3, 8) and not padded.any()
+    assert problem.arg("B") is problem.inputs["B"]
+    a[...] = np.arange(21, dtype=np.float32).reshape(3, 7) + 1  # fresh values: copied each run
+    steps[0][1]()
+    np.testing.assert_array_equal(padded[:, :7], a)
+    assert not padded[:, 7:].any()

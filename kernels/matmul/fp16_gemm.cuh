@@ -1,7 +1,6 @@
 // fp16_gemm.cuh: what the tensor-core rungs (wmma_fp16, wmma_fp16_pipelined, mma_fp16,
 // wgmma_fp16) share besides their main loops: the grouped block order, the cp.async tile
-// loader, the fp32 stores of accumulator pairs, and the kernel that copies an fp16 matrix
-// into one whose rows are padded to 16 bytes (every rung's path at awkward sizes).
+// loader and the fp32 stores of accumulator pairs.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -74,25 +73,4 @@ __device__ __forceinline__ void store_pair(float* __restrict__ C, int M, int N, 
     d[0] = x;
     if (col + 1 < N) d[1] = y;
   }
-}
-
-// dst (rows × ld_dst, ld_dst a multiple of 8) = src (rows × cols, any cols) with the columns
-// from cols to ld_dst zero: one thread per 8 halves of dst, one 16-byte store each. Both
-// rungs need 16-byte aligned rows (cp.async, TMA) and run this first where K or N is not a
-// multiple of 8.
-extern "C" __global__ void matmul_pad_rows_fp16(const __half* __restrict__ src,
-                                                __half* __restrict__ dst, int rows, int cols,
-                                                int ld_dst) {
-  constexpr int kChunk = 8;
-  const size_t chunk = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int chunks_per_row = ld_dst / kChunk;
-  if (chunk >= static_cast<size_t>(rows) * chunks_per_row) return;
-  const int r = static_cast<int>(chunk / chunks_per_row);
-  const int c0 = static_cast<int>(chunk % chunks_per_row) * kChunk;
-  const __half* s = src + static_cast<size_t>(r) * cols;
-  __align__(16) __half v[kChunk];
-#pragma unroll
-  for (int e = 0; e < kChunk; ++e) v[e] = c0 + e < cols ? s[c0 + e] : __float2half(0.0f);
-  *reinterpret_cast<uint4*>(dst + static_cast<size_t>(r) * ld_dst + c0) =
-      *reinterpret_cast<const uint4*>(v);
 }

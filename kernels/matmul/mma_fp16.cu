@@ -13,19 +13,19 @@
 // registers, each k16 step loading the next step's while its mmas run, and the last step
 // of a tile issues its mmas before the wait and barrier for the next tile and that tile's
 // first fragments (the barrier otherwise idles the tensor pipe: with one block of 8 warps
-// per SM no other warps fill it; 331 → 390 TFLOP/s at 4096 on the H100). Tiles wholly
+// per SM no other warps fill it; 331 → 397 TFLOP/s at 4096 on the H100). Tiles wholly
 // inside the matrices are copied without bounds checks or per-chunk index arithmetic.
-// Awkward sizes: cp.async needs 16-byte aligned rows. Where K or N is not a multiple of 8
-// a first kernel copies A and B into scratch matrices whose rows are padded to a multiple
-// of 8 halves with zeros (the copies are part of the timed configuration), and the GEMM
-// reads those; the zero columns add nothing to C.
+// Awkward sizes: cp.async needs 16-byte aligned rows, which the declaration asks for
+// (row_alignment): where K or N is not a multiple of 8, ncuflow passes a copy of A or B
+// whose rows are padded with zeros to a multiple of 8 halves (the copy is timed with the
+// configuration), lda and ldb being the rows' lengths; the zero columns add nothing to C.
 // The technique of the public "fast CUDA GEMM" write-ups for Ampere (ldmatrix, m16n8k16,
 // multi-stage cp.async), on report 002's tensor-core rung and the tiling of reports 001/003.
 // Tunables: BM, BN, BK, WM, WN, STAGES; GROUP_M (block rows walked together, for L2 reuse);
 // MIN_BLOCKS (blocks per SM the register allocation must allow: __launch_bounds__).
 // Analytic DRAM traffic without reuse through L2 across blocks (A read once per block
 // column, B once per block row, C written once): 2·(M·K·ceil(N/BN) + K·N·ceil(M/BM)) +
-// 4·M·N bytes, plus, where the padded copies run, A and B read and their copies written.
+// 4·M·N bytes, plus, where a padded copy runs, its input read and the copy written.
 /*---
 idea: mma.sync m16n8k16 fed by ldmatrix.x4 from padded shared memory, fragments double-buffered across the k-tile barrier, a STAGES-deep cp.async pipeline; a padded copy of A and B where rows are not 16-byte aligned
 params:
@@ -40,35 +40,16 @@ params:
 smem_optin: true
 dtype: float16
 out_dtype: float32
-scratch:
-  A_padded: {shape: "M, round_up(K, 8)"}
-  B_padded: {shape: "K, round_up(N, 8)"}
+row_alignment: {A: 16, B: 16}
 launches:
-  - &gemm
-    kernel: matmul_mma_fp16
+  - kernel: matmul_mma_fp16
     name: gemm
-    when: K % 8 == 0 and N % 8 == 0
     block: 32 * (BM // WM) * (BN // WN)
     grid: ceil_div(N, BN), ceil_div(M, BM)
     dynamic_smem: STAGES * (BM * (BK + 8) + BK * (BN + 8)) * 2
-    args: [A, B, C, M, N, K, K, N]
-  - &pad
-    kernel: matmul_pad_rows_fp16
-    name: pad_a
-    when: K % 8 != 0 or N % 8 != 0
-    block: 256
-    grid: ceil_div(M * round_up(K, 8) // 8, 256)
-    args: [A, A_padded, M, K, "round_up(K, 8)"]
-  - <<: *pad
-    name: pad_b
-    grid: ceil_div(K * round_up(N, 8) // 8, 256)
-    args: [B, B_padded, K, N, "round_up(N, 8)"]
-  - <<: *gemm
-    name: gemm_padded
-    when: K % 8 != 0 or N % 8 != 0
-    args: [A_padded, B_padded, C, M, N, K, "round_up(K, 8)", "round_up(N, 8)"]
+    args: [A, B, C, M, N, K, ld_A, ld_B]
 executed_flops: 2 * round_up(M, BM) * round_up(N, BN) * round_up(K, BK)
-model_dram_bytes: (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) * in_bytes + M * N * out_bytes + (K % 8 != 0 or N % 8 != 0) * (M * K + M * round_up(K, 8) + K * N + K * round_up(N, 8)) * in_bytes
+model_dram_bytes: (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) * in_bytes + M * N * out_bytes + (ld_A != K) * M * (K + ld_A) * in_bytes + (ld_B != N) * K * (N + ld_B) * in_bytes
 restrictions:
   # BK/16 k16 steps per tile, an even number: the two fragment sets alternate
   - WM % 16 == 0 and WN % 16 == 0 and BK % 32 == 0

@@ -16,9 +16,10 @@
 // leading byte offset is the distance between those 64-column boxes, its stride byte
 // offset the distance between groups of 8 k-rows (1024 bytes), and it steps 16 rows
 // (2048 bytes) per k16.
-// Awkward sizes: a tensor map needs 16-byte aligned rows. Where K or N is not a multiple of
-// 8 a first kernel copies A and B into scratch matrices with padded rows (timed with the
-// configuration), and the maps describe those.
+// Awkward sizes: a tensor map needs 16-byte aligned rows, which the declaration asks for
+// (row_alignment): where K or N is not a multiple of 8 ncuflow passes a copy of A or B with
+// rows padded to a multiple of 8 halves (timed with the configuration), and the maps
+// describe the copies (ld_A, ld_B).
 // Compiled for sm_90a (wgmma and setmaxnreg exist on the H100/H200 only: compute
 // capability 9.0). The technique of NVIDIA's Hopper GEMMs (CUTLASS's warp-specialized
 // kernels) and the public "outperforming cuBLAS on H100" write-ups, on the ladder of
@@ -27,7 +28,8 @@
 // multiple of 128: one n128 wgmma per 128 columns), STAGES, GROUP_M (block rows walked
 // together, for L2 reuse).
 // Analytic DRAM traffic without reuse through L2 across blocks (A read once per block
-// column, B once per block row, C written once), plus the padded copies where they run.
+// column, B once per block row, C written once), plus the padded copies where they run
+// (the input read, the copy written).
 /*---
 idea: warp-specialized wgmma.mma_async m64n128k16 from 128-byte swizzled shared memory filled by TMA (cp.async.bulk.tensor) on mbarriers; a padded copy where rows are not 16-byte aligned
 arch: sm_90a
@@ -39,40 +41,19 @@ params:
 smem_optin: true
 dtype: float16
 out_dtype: float32
-scratch:
-  A_padded: {shape: "M, round_up(K, 8)"}
-  B_padded: {shape: "K, round_up(N, 8)"}
+row_alignment: {A: 16, B: 16}
 tensor_maps:
-  map_a: {tensor: A, shape: "M, K", ld: K, box: "BM, 64"}
-  map_b: {tensor: B, shape: "K, N", ld: N, box: "64, 64"}
-  map_a_padded: {tensor: A_padded, shape: "M, K", ld: "round_up(K, 8)", box: "BM, 64"}
-  map_b_padded: {tensor: B_padded, shape: "K, N", ld: "round_up(N, 8)", box: "64, 64"}
+  map_a: {tensor: A, shape: "M, K", ld: ld_A, box: "BM, 64"}
+  map_b: {tensor: B, shape: "K, N", ld: ld_B, box: "64, 64"}
 launches:
-  - &gemm
-    kernel: matmul_wgmma_fp16
+  - kernel: matmul_wgmma_fp16
     name: gemm
-    when: K % 8 == 0 and N % 8 == 0
     block: 384
     grid: ceil_div(N, BN), ceil_div(M, BM)
     dynamic_smem: STAGES * (BM + BN) * 64 * 2 + 2048
     args: [map_a, map_b, C, M, N, K]
-  - &pad
-    kernel: matmul_pad_rows_fp16
-    name: pad_a
-    when: K % 8 != 0 or N % 8 != 0
-    block: 256
-    grid: ceil_div(M * round_up(K, 8) // 8, 256)
-    args: [A, A_padded, M, K, "round_up(K, 8)"]
-  - <<: *pad
-    name: pad_b
-    grid: ceil_div(K * round_up(N, 8) // 8, 256)
-    args: [B, B_padded, K, N, "round_up(N, 8)"]
-  - <<: *gemm
-    name: gemm_padded
-    when: K % 8 != 0 or N % 8 != 0
-    args: [map_a_padded, map_b_padded, C, M, N, K]
 executed_flops: 2 * round_up(M, BM) * round_up(N, BN) * round_up(K, 64)
-model_dram_bytes: (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) * in_bytes + M * N * out_bytes + (K % 8 != 0 or N % 8 != 0) * (M * K + M * round_up(K, 8) + K * N + K * round_up(N, 8)) * in_bytes
+model_dram_bytes: (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) * in_bytes + M * N * out_bytes + (ld_A != K) * M * (K + ld_A) * in_bytes + (ld_B != N) * K * (N + ld_B) * in_bytes
 restrictions:
   - BM == 128 or BM == 256
   - BN % 128 == 0 and BN <= 256

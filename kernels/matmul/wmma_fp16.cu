@@ -3,14 +3,15 @@
 // fragments; the block is WARPS_M×WARPS_N warps. Fragments are loaded straight from global
 // memory when the 16×16 tile is in bounds and its rows are 16-byte aligned, otherwise through
 // a zero-padded per-warp scratch tile in shared memory; no data is shared between warps.
-// Where K or N is not a multiple of 8 a first kernel copies A and B into row-padded scratch
-// matrices (as in mma_fp16), so that only the edge tiles take the scratch path: with every
-// tile staged, this rung ran at 21 TFLOP/s at 2049 and its durations spread over 10 %.
+// Where K or N is not a multiple of 8 the kernel reads row-padded copies of A and B that
+// ncuflow makes for it (row_alignment, as in mma_fp16), so that only the edge tiles take
+// the scratch path: with every tile staged, this rung ran at 21 TFLOP/s at 2049 and its
+// durations spread over 10 %.
 // From report 002 (its tensor-core rung). Tunables: WARPS_M, WARPS_N, FRAG_M, FRAG_N.
 // Analytic DRAM traffic without reuse through L2 across blocks, L1 serving the warps of a
 // block that read the same rows of A or columns of B (A is read once per block column, B
 // once per block row): 2·(M·K·ceil(N/(16·FRAG_N·WARPS_N)) + K·N·ceil(M/(16·FRAG_M·WARPS_M)))
-// + 4·M·N bytes, plus, where the padded copies run, A and B read and their copies written.
+// + 4·M·N bytes, plus, where a padded copy runs, its input read and the copy written.
 // Were every warp's reads to miss L1 it would be
 // 2·(M·K·ceil(N/(16·FRAG_N)) + K·N·ceil(M/(16·FRAG_M))) + 4·M·N; the H100's L2 traffic at
 // 4096 (3.1 GB against 3.3 and 6.5) shows the block-level figure.
@@ -26,35 +27,16 @@ params:
   FRAG_N: 2
 dtype: float16
 out_dtype: float32
-scratch:
-  A_padded: {shape: "M, round_up(K, 8)"}
-  B_padded: {shape: "K, round_up(N, 8)"}
+row_alignment: {A: 16, B: 16}
 launches:
-  - &gemm
-    kernel: matmul_wmma_fp16
+  - kernel: matmul_wmma_fp16
     name: gemm
-    when: K % 8 == 0 and N % 8 == 0
     block: 32 * WARPS_M * WARPS_N
     grid: ceil_div(N, 16 * FRAG_N * WARPS_N), ceil_div(M, 16 * FRAG_M * WARPS_M)
     static_smem: WARPS_M * WARPS_N * 16 * 16 * 4
-    args: [A, B, C, M, N, K, K, N]
-  - &pad
-    kernel: matmul_pad_rows_fp16
-    name: pad_a
-    when: K % 8 != 0 or N % 8 != 0
-    block: 256
-    grid: ceil_div(M * round_up(K, 8) // 8, 256)
-    args: [A, A_padded, M, K, "round_up(K, 8)"]
-  - <<: *pad
-    name: pad_b
-    grid: ceil_div(K * round_up(N, 8) // 8, 256)
-    args: [B, B_padded, K, N, "round_up(N, 8)"]
-  - <<: *gemm
-    name: gemm_padded
-    when: K % 8 != 0 or N % 8 != 0
-    args: [A_padded, B_padded, C, M, N, K, "round_up(K, 8)", "round_up(N, 8)"]
+    args: [A, B, C, M, N, K, ld_A, ld_B]
 executed_flops: 2 * round_up(M, 16 * FRAG_M) * round_up(N, 16 * FRAG_N) * round_up(K, 16)
-model_dram_bytes: (M * K * ceil_div(N, 16 * FRAG_N * WARPS_N) + K * N * ceil_div(M, 16 * FRAG_M * WARPS_M)) * in_bytes + M * N * out_bytes + (K % 8 != 0 or N % 8 != 0) * (M * K + M * round_up(K, 8) + K * N + K * round_up(N, 8)) * in_bytes
+model_dram_bytes: (M * K * ceil_div(N, 16 * FRAG_N * WARPS_N) + K * N * ceil_div(M, 16 * FRAG_M * WARPS_M)) * in_bytes + M * N * out_bytes + (ld_A != K) * M * (K + ld_A) * in_bytes + (ld_B != N) * K * (N + ld_B) * in_bytes
 restrictions:
   - WARPS_M >= 1 and WARPS_N >= 1
   - FRAG_M >= 1 and FRAG_N >= 1

@@ -3,9 +3,10 @@
 // tiles of A and BK×BN tiles of B stream through a STAGES-deep ring of shared-memory buffers
 // filled with 16-byte cp.async (zero-filled past the edges), so loads of later tiles overlap
 // the tensor-core work on the current one. Where K or N is not a multiple of 8 (rows not
-// 16-byte aligned) a first kernel copies A and B into row-padded scratch matrices, as in
-// mma_fp16: the guarded per-half loads this rung used instead ran at 44 TFLOP/s at 2049,
-// their duration alternating between two values from launch to launch. Rows are padded by
+// 16-byte aligned) the kernel reads row-padded copies of A and B that ncuflow makes for
+// it (row_alignment), as mma_fp16 does: the guarded per-half loads this rung used instead
+// ran at 44 TFLOP/s at 2049, their duration alternating between two values from launch
+// to launch. Rows are padded by
 // 8 halves to spread ldmatrix rows over all banks; the epilogue goes through shared memory
 // (the same buffers) to coalesced float4 stores.
 // From report 002 (its tensor-core rung), with the tiling of reports 001, 003 and 004.
@@ -13,7 +14,7 @@
 // MIN_BLOCKS (blocks per SM the register allocation must allow: __launch_bounds__).
 // Analytic DRAM traffic without reuse through L2 across blocks (A is read once per block
 // column, B once per block row): 2·(M·K·ceil(N/BN) + K·N·ceil(M/BM)) + 4·M·N bytes, plus,
-// where the padded copies run, A and B read and their copies written.
+// where a padded copy runs, its input read and the copy written.
 // At M=N=K=2049 every warp computes all its fragments over zero-filled tiles: M and N
 // padded to 2176 (BM, BN 128), K to 2080 (BK 32): tensor executed_flops / flops = 1.145.
 /*---
@@ -30,35 +31,16 @@ params:
 smem_optin: true
 dtype: float16
 out_dtype: float32
-scratch:
-  A_padded: {shape: "M, round_up(K, 8)"}
-  B_padded: {shape: "K, round_up(N, 8)"}
+row_alignment: {A: 16, B: 16}
 launches:
-  - &gemm
-    kernel: matmul_wmma_fp16_pipelined
+  - kernel: matmul_wmma_fp16_pipelined
     name: gemm
-    when: K % 8 == 0 and N % 8 == 0
     block: 32 * (BM // WM) * (BN // WN)
     grid: ceil_div(N, BN), ceil_div(M, BM)
     dynamic_smem: max(STAGES * (BM * (BK + 8) + BK * (BN + 8)) * 2, BM * (BN + 8) * 4)
-    args: [A, B, C, M, N, K, K, N]
-  - &pad
-    kernel: matmul_pad_rows_fp16
-    name: pad_a
-    when: K % 8 != 0 or N % 8 != 0
-    block: 256
-    grid: ceil_div(M * round_up(K, 8) // 8, 256)
-    args: [A, A_padded, M, K, "round_up(K, 8)"]
-  - <<: *pad
-    name: pad_b
-    grid: ceil_div(K * round_up(N, 8) // 8, 256)
-    args: [B, B_padded, K, N, "round_up(N, 8)"]
-  - <<: *gemm
-    name: gemm_padded
-    when: K % 8 != 0 or N % 8 != 0
-    args: [A_padded, B_padded, C, M, N, K, "round_up(K, 8)", "round_up(N, 8)"]
+    args: [A, B, C, M, N, K, ld_A, ld_B]
 executed_flops: 2 * round_up(M, BM) * round_up(N, BN) * round_up(K, BK)
-model_dram_bytes: (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) * in_bytes + M * N * out_bytes + (K % 8 != 0 or N % 8 != 0) * (M * K + M * round_up(K, 8) + K * N + K * round_up(N, 8)) * in_bytes
+model_dram_bytes: (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) * in_bytes + M * N * out_bytes + (ld_A != K) * M * (K + ld_A) * in_bytes + (ld_B != N) * K * (N + ld_B) * in_bytes
 restrictions:
   - WM >= 16 and WN >= 16 and BK >= 16
   - WM % 16 == 0 and WN % 16 == 0 and BK % 16 == 0

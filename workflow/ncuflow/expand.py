@@ -231,7 +231,8 @@ def expand_variant(
     """All configurations of one variant in one experiment, in grid order; ``dtype`` is the
     input dtype the experiment chose from the variant's ``accepts`` (None: its own)."""
     restrictions = [*family.restrictions, *variant.restrictions]
-    known = set(family.dims) | set(variant.params) | {*BUILTIN_NAMES, *DEVICE_FACTS}
+    known = set(family.dims) | set(variant.params) | {*BUILTIN_NAMES, *DEVICE_FACTS,
+                                                      *variant.leading_dims}  # fmt: skip
     for i, text in enumerate(extra_restrictions):
         try:
             expr = condition(f"{where}.restrictions[{i}]", text)
@@ -246,7 +247,6 @@ def expand_variant(
         restrictions.append(expr)
     in_dtype, out_dtype = variant.dtypes(dtype)
     facts = limits.facts()
-    element = {"in_bytes": DTYPE_BYTES[in_dtype], "out_bytes": DTYPE_BYTES[out_dtype]}
     models = {
         k: e
         for k, e in (
@@ -258,7 +258,7 @@ def expand_variant(
     rows = []
     for params in _param_grid(variant, params_grid, f"{where}.params"):
         for dims in sizes:
-            env = {**dims, **params, **element}
+            env = family.scope(variant, dims, params, (in_dtype, out_dtype))
             reason, launches = "", []
             try:
                 scope = {**env, **facts}  # restrictions may also name the device's facts

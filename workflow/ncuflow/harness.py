@@ -145,7 +145,7 @@ def build_launcher(
 ) -> Launcher:
     """Compile (CuPy caches the binary per source and options) and bind the arguments of
     each launch the configuration makes."""
-    env = {**row["dims"], **row["params"]}
+    env = family.scope(variant, row["dims"], row["params"], (problem.in_dtype, problem.out_dtype))
     by_name = {launch.name: launch for launch in variant.launches}
     active = [(by_name[g["name"]], g) for g in row["launches"]]
     module = None
@@ -162,9 +162,10 @@ def build_launcher(
     maps = [variant.tensor_maps[name] for name in sorted(used & set(variant.tensor_maps))]
     described = {m.tensor for m in maps}
     problem.prepare_scratch(row["params"], (used | described) & set(variant.scratch))
-    for tensor_map in maps:  # after the scratch buffers they may describe
+    lengths = {name: env[f"ld_{name}"] for name in variant.row_alignment}
+    steps = problem.pad_rows(lengths, copy_rows if variant.runs_on == "gpu" else None)
+    for tensor_map in maps:  # after the buffers they may describe
         problem.scratch[tensor_map.name] = _device_tensor_map(tensor_map, problem, env)
-    steps: list[tuple[str, Callable[[], None]]] = []
     attributes: dict[str, int] = {}
     for launch, geometry in active:
         args = _step_args(launch, problem, env)
@@ -247,6 +248,55 @@ extern "C" __global__ void ncuflow_l2_flush(const int4* __restrict__ buffer, lon
   if (folded == 0x5EED) *sink = folded;  // the buffer is zeros: never; keeps the loads
 }
 """
+
+
+# dst (rows × ld elements) = src (rows × cols) with zeros from column cols on: a thread per
+# Chunk of dst (as many bytes as the rows' alignment, up to 16), gathered from Elements
+# (unsigned integers of the element's size: a copy of bits), a grid-stride loop.
+_PAD_ROWS_SOURCE = r"""
+template <typename Element, typename Chunk>
+__global__ void ncuflow_pad_rows(const Element* __restrict__ src, Chunk* __restrict__ dst,
+                                 long long rows, int cols, int ld) {
+  constexpr int kPer = sizeof(Chunk) / sizeof(Element);
+  const long long chunks_per_row = ld / kPer, total = rows * chunks_per_row;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long row = i / chunks_per_row;
+    const int c0 = static_cast<int>(i - row * chunks_per_row) * kPer;
+    const Element* s = src + row * cols;
+    union { Chunk chunk; Element values[kPer]; } out;
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) out.values[e] = c0 + e < cols ? s[c0 + e] : Element(0);
+    dst[i] = out.chunk;
+  }
+}
+"""
+_UNSIGNED = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long",
+             16: "uint4"}  # fmt: skip
+
+
+@functools.cache
+def _pad_rows_kernel(element_bytes: int, chunk_bytes: int) -> Any:
+    name = f"ncuflow_pad_rows<{_UNSIGNED[element_bytes]}, {_UNSIGNED[chunk_bytes]}>"
+    module = _cupy().RawModule(code=_PAD_ROWS_SOURCE, options=("-std=c++17",),
+                               name_expressions=[name])  # fmt: skip
+    return module.get_function(name)
+
+
+def copy_rows(padded: Any, source: Any) -> Callable[[], None]:
+    """The step that copies ``source`` (rows × cols) into the row-padded ``padded``
+    (rows × ld, ld·element size a multiple of 2^n bytes) with 16-byte stores where the padded
+    rows allow, leaving zeros past cols: CuPy's copy into a strided view ran twice as long."""
+    rows, cols, ld = source.size // source.shape[-1], source.shape[-1], padded.shape[-1]
+    element = source.dtype.itemsize
+    row_bytes = ld * element
+    chunk = min(16, row_bytes & -row_bytes)  # the largest power of two dividing a row
+    kernel = _pad_rows_kernel(element, chunk)
+    chunks = rows * row_bytes // chunk
+    device = _cupy().cuda.Device()
+    grid = (max(1, min(-(-chunks // 256), 8 * device.attributes["MultiProcessorCount"])),)
+    args = (source, padded, np.int64(rows), np.int32(cols), np.int32(ld))
+    return functools.partial(kernel, grid, (256,), args)
 
 
 def l2_flush() -> Callable[[], None]:

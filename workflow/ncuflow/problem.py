@@ -47,6 +47,15 @@ def numpy_dtype(dtype: str) -> np.dtype:
     return np.dtype(storage_dtype(dtype))
 
 
+def _copy_into(padded: Any, source: Any) -> Callable[[], None]:
+    target = padded[..., : source.shape[-1]]
+
+    def copy() -> None:
+        target[...] = source
+
+    return copy
+
+
 def shape_of(tensor: Tensor, dims: Mapping[str, int]) -> tuple[int, ...]:
     return tuple(int(e(dims)) for e in tensor.shape)
 
@@ -207,6 +216,7 @@ class Problem:
             for name, tensor in family.outputs.items()
         }
         self.scratch: dict[str, Any] = {}  # a configuration's buffers (prepare_scratch)
+        self.padded: dict[str, Any] = {}  # row-padded copies of inputs (pad_rows)
         self.scalars = {
             name: numpy_dtype(family.scalars[name].dtype).type(value)
             for name, value in scalars.items()
@@ -263,10 +273,32 @@ class Problem:
                 shape_of(tensor, env), dtype=numpy_dtype(self.dtype_of(tensor))
             )
 
+    def pad_rows(
+        self,
+        lengths: Mapping[str, int],
+        copier: Callable[[Any, Any], Callable[[], None]] | None = None,
+    ) -> list[tuple[str, Callable[[], None]]]:
+        """Row-padded copies of the inputs in ``lengths`` whose rows are shorter than that
+        (zeros past the input's values), which arguments take in the inputs' place from now
+        on; and the steps, pad_<input>, that fill them, run and timed with the launches:
+        ``copier(padded, input)`` makes one (the harness's kernel on a GPU), by default an
+        assignment to the padded copy's first columns."""
+        copier = copier or _copy_into
+        self.padded = {}
+        steps = []
+        for name, length in lengths.items():
+            source = self.inputs[name]
+            if length == source.shape[-1]:
+                continue
+            padded = self.xp.zeros((*source.shape[:-1], length), dtype=source.dtype)
+            self.padded[name] = padded
+            steps.append((f"pad_{name}", copier(padded, source)))
+        return steps
+
     def arg(self, name: str) -> Any:
-        """A kernel or library argument by name: a tensor, a scratch buffer, a scalar or a
-        dimension (passed as the family's index type)."""
-        for table in (self.inputs, self.outputs, self.scratch, self.scalars):
+        """A kernel or library argument by name: a tensor (or its row-padded copy), a
+        scratch buffer, a scalar or a dimension (passed as the family's index type)."""
+        for table in (self.padded, self.inputs, self.outputs, self.scratch, self.scalars):
             if name in table:
                 return table[name]
         return self.index(self.dims[name])

@@ -74,7 +74,7 @@ _VARIANT_KEYS = {
     "kernel", "idea", "params", "restrictions", "block", "grid", "static_smem",
     "dynamic_smem", "smem_optin", "dtype", "out_dtype", "accepts", "library", "baseline",
     "runs_on", "compute", "model_dram_bytes", "executed_flops", "launches", "scratch",
-    "profiled", "host_memory", "requires", "arch", "tensor_maps",
+    "profiled", "host_memory", "requires", "arch", "tensor_maps", "row_alignment",
 }  # fmt: skip
 _LAUNCH_KEYS = {"name", "kernel", "library", "block", "grid", "static_smem", "dynamic_smem",
                 "args", "when"}  # fmt: skip
@@ -341,6 +341,14 @@ class Variant:
     # and the TMA tensor maps its launches take (tma.py)
     arch: str | None = None
     tensor_maps: dict[str, TensorMap] = field(default_factory=dict)
+    # inputs whose rows must start at a multiple of these bytes (vector loads, cp.async,
+    # TMA): where they do not, the harness passes a row-padded copy, made by a timed step
+    row_alignment: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def leading_dims(self) -> tuple[str, ...]:
+        """The names ld_T its expressions may use: the row length of each aligned input T."""
+        return tuple(f"ld_{name}" for name in self.row_alignment)
 
     @property
     def is_cuda(self) -> bool:
@@ -457,6 +465,26 @@ class Family:
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
         return digest.hexdigest()[:16]
+
+    def scope(
+        self,
+        variant: Variant,
+        dims: Mapping[str, int],
+        params: Mapping[str, int],
+        dtypes: tuple[str, str],
+    ) -> dict[str, int]:
+        """What a variant's expressions may name in one configuration: the dimensions, its
+        tunables, the element sizes and, for each input whose rows it wants aligned, ld_T:
+        the last dimension rounded up to a whole number of alignments (itself where rows
+        are aligned already)."""
+        in_dtype, out_dtype = dtypes
+        env = {**dims, **params, "in_bytes": DTYPE_BYTES[in_dtype],
+               "out_bytes": DTYPE_BYTES[out_dtype]}  # fmt: skip
+        for name, alignment in variant.row_alignment.items():
+            tensor = self.tensors[name]
+            per_row = alignment // DTYPE_BYTES[tensor.element_dtype(in_dtype, out_dtype)]
+            env[f"ld_{name}"] = -(-int(tensor.shape[-1](dims)) // per_row) * per_row
+        return env
 
     def ordered(self, variants: list[str]) -> list[str]:
         """``variants`` in the family's ladder order; undeclared ones keep their order, last."""
@@ -682,9 +710,18 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
         if tensor_maps[str(mname)].tensor not in {*view.tensors, *scratch}:
             raise SpecError(f"{where}: tensor {mvalue['tensor']!r} is neither a tensor of the "
                             f"family nor a scratch buffer")  # fmt: skip
-    # a kernel may come from a shared header (the padding kernel of the fp16 rungs)
+    row_alignment = _row_alignment(path, data.get("row_alignment"), view, accepts)
+    clash = {f"ld_{name}" for name in row_alignment} & {*params, *scratch, *tensor_maps}
+    if clash:
+        raise SpecError(f"{path}: {', '.join(sorted(clash))} names the padded row length of "
+                        "an aligned input; give the tunable or buffer another name")  # fmt: skip
+    # a kernel may come from a shared header
     included = "".join(p.read_text() for p in local_includes(path)) if source else ""
     launches = _launches(path, data, source + included)
+    clash = {f"pad_{name}" for name in row_alignment} & {launch.name for launch in launches}
+    if clash:
+        raise SpecError(f"{path}: launch {', '.join(sorted(clash))} takes the name of the step "
+                        "that pads an aligned input's rows; name the launch otherwise")  # fmt: skip
     profiled = data.get("profiled", runs_on == "gpu")
     if not isinstance(profiled, bool) or (profiled and runs_on != "gpu"):
         raise SpecError(
@@ -715,6 +752,7 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
         compute=tuple(compute),
         arch=None if arch is None else str(arch),
         tensor_maps=tensor_maps,
+        row_alignment=row_alignment,
         **optional,
     )
     _check_names(path, variant, view)
@@ -724,7 +762,7 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
 def _check_names(path: Path, variant: Variant, view: _FamilyView) -> None:
     """Every expression names only dimensions, tunables and element sizes; every launch
     argument is a tensor, a scratch buffer, a scalar or such an expression."""
-    known = set(view.dims) | set(variant.params) | set(BUILTIN_NAMES)
+    known = set(view.dims) | set(variant.params) | set(BUILTIN_NAMES) | set(variant.leading_dims)
     for where, expr in variant.expressions():
         unknown = expr.names - known - (set(DEVICE_FACTS) if where.startswith("restr") else set())
         if unknown:
@@ -744,6 +782,26 @@ def _check_names(path: Path, variant: Variant, view: _FamilyView) -> None:
                     f"buffer, a tensor map nor a scalar ({', '.join(sorted(objects))}), nor an "
                     f"expression over {', '.join(sorted(known))}"
                 )
+
+
+def _row_alignment(path: Path, data: Any, view: _FamilyView, accepts: list[str]) -> dict[str, int]:
+    """``row_alignment``: device inputs of the family, each with a power of two of bytes
+    that holds a whole number of its elements in every dtype the variant accepts."""
+    alignment = {}
+    for name, value in _named_map(path, data, "row_alignment").items():
+        where = f"{path}: row_alignment.{name}"
+        tensor = view.tensors.get(name)
+        if tensor is None or tensor.output or tensor.memory != "device":
+            inputs = [t for t, d in view.tensors.items() if not d.output and d.memory == "device"]
+            raise SpecError(f"{where}: not an input of the family in device memory "
+                            f"({', '.join(inputs)})")  # fmt: skip
+        sizes = {DTYPE_BYTES[tensor.element_dtype(d, d)] for d in accepts}
+        if (isinstance(value, bool) or not isinstance(value, int) or value <= 0
+                or value & (value - 1) or any(value % size for size in sizes)):  # fmt: skip
+            raise SpecError(f"{where}: {value!r} must be a power of two of bytes holding whole "
+                            f"elements ({'/'.join(map(str, sorted(sizes)))} bytes)")  # fmt: skip
+        alignment[name] = value
+    return alignment
 
 
 def _named_map(path: Path, data: Any, key: str) -> dict[str, Any]:
