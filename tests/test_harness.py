@@ -151,3 +151,39 @@ def test_the_time_limit_grows_with_the_work_of_a_configuration() -> None:
         64 + 50 * 8.796, rel=1e-3
     )
     assert time_limit({**timing, "timeout_s": 5}, {"flops": 1, "min_bytes": 1}) == 5.0
+
+
+@pytest.mark.parametrize(
+    ("dtype", "cols", "ld", "kernel", "chunks"),
+    [
+        ("float32", 2049, 2052, (4, 16), 3 * 2052 // 4),  # 8208-byte rows: 16-byte stores
+        ("float16", 7, 8, (2, 16), 3 * 1),
+        ("float32", 5, 6, (4, 8), 3 * 6 * 4 // 8),  # rows aligned to 8 bytes only
+        ("uint8", 3, 4, (1, 4), 3 * 1),
+    ],
+)
+def test_the_row_copy_stores_the_widest_chunk_its_padded_rows_allow(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, cols: int, ld: int, kernel: tuple, chunks: int
+) -> None:
+    """copy_rows on the CPU, with the kernel and CuPy's device stood in for: which
+    instantiation it takes, how many threads it starts (a grid-stride loop, at most 8 blocks
+    per SM) and the arguments it passes."""
+    import numpy as np
+
+    from ncuflow import harness
+
+    calls = []
+    monkeypatch.setattr(
+        harness,
+        "_pad_rows_kernel",
+        lambda element, chunk: lambda *a: calls.append(((element, chunk), a)),
+    )
+    device = type("Device", (), {"attributes": {"MultiProcessorCount": 132}})
+    cuda = type("Cuda", (), {"Device": staticmethod(lambda: device)})
+    monkeypatch.setattr(harness, "_cupy", lambda: type("CuPy", (), {"cuda": cuda}))  # fmt: skip
+    source, padded = np.ones((3, cols), dtype), np.zeros((3, ld), dtype)
+    harness.copy_rows(padded, source)()
+    ((instance, (grid, block, args)),) = calls
+    assert instance == kernel and block == (256,)
+    assert grid == (min(-(-chunks // 256), 8 * 132),)
+    assert args[0] is source and args[1] is padded and [int(a) for a in args[2:]] == [3, cols, ld]

@@ -92,19 +92,27 @@ def test_the_fingerprint_does_not_depend_on_how_kernels_dir_is_written(
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "message"),
+    ("file", "old", "new", "message"),
     [
-        ("row_alignment: {A: 16, B: 16}", "row_alignment: {C: 16, B: 16}", "not an input"),
-        ("row_alignment: {A: 16, B: 16}", "row_alignment: {A: 12, B: 16}", "a power of two"),
-        ("row_alignment: {A: 16, B: 16}", "row_alignment: {A: 2, B: 16}", r"\(4 bytes\)"),
-        ("row_alignment: {A: 16, B: 16}", "row_alignment: [A, B]", "mapping of names"),
-        ("    name: gemm\n", "    name: pad_B\n", "takes the name of the step"),
-        ("args: [A, B, C, M, N, K, ld_A, ld_B]", "args: [A, B, C, M, N, K, ld_A, ld_C]",
-         "nor an expression over .*ld_A, ld_B"),
+        ("regtile_2d.cu", "{A: 16, B: 16}", "{C: 16, B: 16}", "C is an output; only inputs"),
+        ("regtile_2d.cu", "{A: 16, B: 16}", "{Q: 16, B: 16}", "Q is not a tensor of the family"),
+        ("regtile_2d.cu", "{A: 16, B: 16}", "{A: 12, B: 16}", "expected a power of two up to 256"),
+        ("regtile_2d.cu", "{A: 16, B: 16}", "{A: 512, B: 16}", "a power of two up to 256"),
+        ("regtile_2d.cu", "{A: 16, B: 16}", "{A: 2, B: 16}", r"element size \(4 bytes\)"),
+        ("regtile_2d.cu", "{A: 16, B: 16}", "[A, B]", r"must map inputs to bytes, e\.g\. \{A: 16"),
+        ("regtile_2d.cu", "    name: gemm\n", "    name: pad_B\n", "takes the name of the step"),
+        ("regtile_2d.cu", "ld_A, ld_B]", "ld_A, ld_C]", "takes the aligned input B but not ld_B"),
+        ("regtile_2d.cu", "    args: [A, B, C, M, N, K, ld_A, ld_B]\n", "",
+         "every launch must be a kernel that lists its args"),
+        ("cpu_blas.yaml", "runs_on: cpu", "runs_on: cpu\nrow_alignment: {A: 16}",
+         "every launch must be a kernel that lists its args"),
+        ("wgmma_fp16.cu", "ld: ld_A,", "ld: K,", "tensor map map_a over the aligned input A needs"),
     ],
 )  # fmt: skip
-def test_bad_row_alignments_are_named(family_copy: Path, old: str, new: str, message: str) -> None:
-    _edit(family_copy / "matmul" / "regtile_2d.cu", old, new)
+def test_bad_row_alignments_are_named(
+    family_copy: Path, file: str, old: str, new: str, message: str
+) -> None:
+    _edit(family_copy / "matmul" / file, old, new)
     with pytest.raises(SpecError, match=message):
         load_family(family_copy, "matmul")
 

@@ -161,7 +161,7 @@ def build_launcher(
     used = {a.text for launch, _ in active for a in launch.args or ()}
     maps = [variant.tensor_maps[name] for name in sorted(used & set(variant.tensor_maps))]
     described = {m.tensor for m in maps}
-    problem.prepare_scratch(row["params"], (used | described) & set(variant.scratch))
+    problem.prepare_scratch(env, (used | described) & set(variant.scratch))
     lengths = {name: env[f"ld_{name}"] for name in variant.row_alignment}
     steps = problem.pad_rows(lengths, copy_rows if variant.runs_on == "gpu" else None)
     for tensor_map in maps:  # after the buffers they may describe

@@ -262,11 +262,11 @@ class Problem:
             )
         return result
 
-    def prepare_scratch(self, params: Mapping[str, int], names: set[str]) -> None:
+    def prepare_scratch(self, env: Mapping[str, int], names: set[str]) -> None:
         """Allocate the scratch buffers ``names`` for one configuration (their shapes may
-        depend on its tunables), releasing the previous configuration's."""
+        name what its expressions may: ``env``, from Family.scope), releasing the previous
+        configuration's."""
         self.scratch = {}
-        env = {**self.dims, **params}
         for name in names:
             tensor = self.variant.scratch[name]
             self.scratch[name] = self.xp.empty(

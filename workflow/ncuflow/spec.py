@@ -711,17 +711,11 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
             raise SpecError(f"{where}: tensor {mvalue['tensor']!r} is neither a tensor of the "
                             f"family nor a scratch buffer")  # fmt: skip
     row_alignment = _row_alignment(path, data.get("row_alignment"), view, accepts)
-    clash = {f"ld_{name}" for name in row_alignment} & {*params, *scratch, *tensor_maps}
-    if clash:
-        raise SpecError(f"{path}: {', '.join(sorted(clash))} names the padded row length of "
-                        "an aligned input; give the tunable or buffer another name")  # fmt: skip
     # a kernel may come from a shared header
     included = "".join(p.read_text() for p in local_includes(path)) if source else ""
     launches = _launches(path, data, source + included)
-    clash = {f"pad_{name}" for name in row_alignment} & {launch.name for launch in launches}
-    if clash:
-        raise SpecError(f"{path}: launch {', '.join(sorted(clash))} takes the name of the step "
-                        "that pads an aligned input's rows; name the launch otherwise")  # fmt: skip
+    taken = {*params, *scratch, *tensor_maps, *dims, *view.scalars}
+    _check_aligned_inputs(path, row_alignment, launches, tensor_maps, taken)
     profiled = data.get("profiled", runs_on == "gpu")
     if not isinstance(profiled, bool) or (profiled and runs_on != "gpu"):
         raise SpecError(
@@ -784,24 +778,73 @@ def _check_names(path: Path, variant: Variant, view: _FamilyView) -> None:
                 )
 
 
+MAX_ROW_ALIGNMENT = 256  # bytes; the TMA's 128-byte swizzle rows need the most
+
+
 def _row_alignment(path: Path, data: Any, view: _FamilyView, accepts: list[str]) -> dict[str, int]:
     """``row_alignment``: device inputs of the family, each with a power of two of bytes
     that holds a whole number of its elements in every dtype the variant accepts."""
+    if data is not None and not isinstance(data, dict):
+        raise SpecError(f"{path}: row_alignment must map inputs to bytes, e.g. {{A: 16, B: 16}}; "
+                        f"got {data!r}")  # fmt: skip
     alignment = {}
     for name, value in _named_map(path, data, "row_alignment").items():
         where = f"{path}: row_alignment.{name}"
         tensor = view.tensors.get(name)
         if tensor is None or tensor.output or tensor.memory != "device":
             inputs = [t for t, d in view.tensors.items() if not d.output and d.memory == "device"]
-            raise SpecError(f"{where}: not an input of the family in device memory "
-                            f"({', '.join(inputs)})")  # fmt: skip
-        sizes = {DTYPE_BYTES[tensor.element_dtype(d, d)] for d in accepts}
+            what = (
+                "an output"
+                if tensor is not None and tensor.output
+                else ("in host memory" if tensor is not None else "not a tensor of the family")
+            )
+            raise SpecError(f"{where}: {name} is {what}; only inputs in device memory are "
+                            f"padded ({', '.join(inputs)})")  # fmt: skip
+        sizes = sorted({DTYPE_BYTES[tensor.element_dtype(d, d)] for d in accepts})
         if (isinstance(value, bool) or not isinstance(value, int) or value <= 0
-                or value & (value - 1) or any(value % size for size in sizes)):  # fmt: skip
-            raise SpecError(f"{where}: {value!r} must be a power of two of bytes holding whole "
-                            f"elements ({'/'.join(map(str, sorted(sizes)))} bytes)")  # fmt: skip
+                or value & (value - 1) or value > MAX_ROW_ALIGNMENT
+                or any(value % size for size in sizes)):  # fmt: skip
+            raise SpecError(f"{where}: {value!r} bytes; expected a power of two up to "
+                            f"{MAX_ROW_ALIGNMENT} and a multiple of the element size "
+                            f"({'/'.join(map(str, sizes))} bytes), e.g. 16")  # fmt: skip
         alignment[name] = value
     return alignment
+
+
+def _check_aligned_inputs(
+    path: Path,
+    alignment: Mapping[str, int],
+    launches: tuple[Launch, ...],
+    tensor_maps: Mapping[str, TensorMap],
+    taken: set[str],
+) -> None:
+    """An aligned input's names (ld_T, the step pad_T) are its own, and every launch that
+    takes it, itself or through a tensor map, is told its padded row length."""
+    clash = {f"ld_{name}" for name in alignment} & taken
+    if clash:
+        raise SpecError(f"{path}: {', '.join(sorted(clash))} names the padded row length of "
+                        "an aligned input; give the other name a new one")  # fmt: skip
+    clash = {f"pad_{name}" for name in alignment} & {launch.name for launch in launches}
+    if clash:
+        raise SpecError(f"{path}: launch {', '.join(sorted(clash))} takes the name of the step "
+                        "that pads an aligned input's rows; name the launch otherwise")  # fmt: skip
+    for i, launch in enumerate(launches if alignment else ()):
+        where = f"{path}: launches[{i}] ({launch.name})"
+        if launch.library or launch.args is None:
+            raise SpecError(f"{where}: with row_alignment every launch must be a kernel that "
+                            "lists its args, the padded row lengths among them (args: [A, B, "
+                            "..., ld_A, ld_B])")  # fmt: skip
+        texts = {arg.text for arg in launch.args}
+        named = set().union(*(arg.names for arg in launch.args))
+        for name in alignment:
+            if name in texts and f"ld_{name}" not in named:
+                raise SpecError(f"{where}: takes the aligned input {name} but not ld_{name}, "
+                                "the length of its padded rows")  # fmt: skip
+            for tensor_map in tensor_maps.values():
+                if (tensor_map.tensor == name and tensor_map.name in texts
+                        and f"ld_{name}" not in tensor_map.ld.names):  # fmt: skip
+                    raise SpecError(f"{where}: tensor map {tensor_map.name} over the aligned "
+                                    f"input {name} needs ld: ld_{name}")  # fmt: skip
 
 
 def _named_map(path: Path, data: Any, key: str) -> dict[str, Any]:
