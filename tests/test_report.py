@@ -13,7 +13,7 @@ import pytest
 import ncuflow
 from conftest import CAPTURES, ROOT, replayed
 from ncuflow.compare import run as compare_runs
-from ncuflow.plots import FIGURES, Styles, _size_ticks, draw, prefixed
+from ncuflow.plots import FIGURES, Styles, _size_ticks, draw, near_sizes, prefixed
 from ncuflow.spec import STANDARD_FIGURES, load_family
 from ncuflow.summary import markdown, summarize
 
@@ -38,7 +38,9 @@ def test_every_figure_is_drawn_or_says_why_not(tmp_path: Path, ladder: pd.DataFr
     # warptile and the WMMA rungs are swept over two or more shapes: a panel per size each
     sweep = (tmp_path / "sweep.svg").read_text()
     assert "warptile, M = 4096" in sweep and "wmma_fp16_pipelined, M = 2049" in sweep
-    assert "float16" in (tmp_path / "performance.svg").read_text()  # one panel per precision
+    performance = (tmp_path / "performance.svg").read_text()
+    assert "float16" in performance  # one panel per precision
+    assert "hollow: 2049" in performance  # drawn apart from 2048, not joined to it
 
 
 def test_a_batch_beside_the_size_axis_gets_its_own_panels(tmp_path: Path) -> None:
@@ -99,6 +101,7 @@ def test_a_size_next_to_another_keeps_its_tick_not_its_label() -> None:
     _size_ticks(ax, pd.Series([1024, 2048, 2049, 4096]))
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1024", "2048", "", "4096"]
     plt.close(fig)
+    assert near_sizes(pd.Series([4096, 2049, 1024, 2048, 2050])) == [2049.0, 2050.0]
 
 
 def test_the_summary_is_the_seeds_table(ladder: pd.DataFrame) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 from . import records
 from .errors import NcuflowError
 from .problem import Problem
-from .spec import C_TYPES, Family, Launch, Variant, local_includes
+from .spec import C_TYPES, Family, Launch, Variant, leading_dim, local_includes
 from .timing import TimingPolicy, adaptive_repeats, timing_stats
 from .tma import TensorMap, TensorMapError, encode
 from .vocab import (
@@ -162,8 +162,9 @@ def build_launcher(
     maps = [variant.tensor_maps[name] for name in sorted(used & set(variant.tensor_maps))]
     described = {m.tensor for m in maps}
     problem.prepare_scratch(env, (used | described) & set(variant.scratch))
-    lengths = {name: env[f"ld_{name}"] for name in variant.row_alignment}
-    steps = problem.pad_rows(lengths, copy_rows if variant.runs_on == "gpu" else None)
+    # only kernels take aligned inputs (spec.py): the copies are the harness's kernel's
+    lengths = {name: env[leading_dim(name)] for name in variant.row_alignment}
+    steps = problem.pad_rows(lengths, copy_rows)
     for tensor_map in maps:  # after the buffers they may describe
         problem.scratch[tensor_map.name] = _device_tensor_map(tensor_map, problem, env)
     attributes: dict[str, int] = {}

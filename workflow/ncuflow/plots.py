@@ -197,17 +197,47 @@ def _log_axis(axis: Any) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+def near_sizes(sizes: pd.Series) -> list[float]:
+    """The problem sizes within 3 % of the labelled size before them (2049 after 2048): on
+    a log axis they stand on their neighbour, so a line through both would drop straight
+    down; they are drawn as hollow markers of their own, their ticks unlabelled."""
+    near, last = [], -math.inf
+    for value in sorted(sizes.astype(float).unique()):
+        if math.log10(value) - last < 0.013:
+            near.append(value)
+        else:
+            last = math.log10(value)
+    return near
+
+
 def _size_ticks(ax: Any, sizes: pd.Series) -> None:
-    """A tick at every problem size on a log2 axis; a size within 3 % of the one before it
-    (2049 after 2048) keeps its tick but not a label that would overprint."""
+    """A tick at every problem size on a log2 axis; a near size (near_sizes) keeps its tick
+    but not a label that would overprint."""
     values = sorted(sizes.astype(float).unique())
-    labels, last = [], -math.inf
-    for value in values:
-        near = math.log10(value) - last < 0.013
-        labels.append("" if near else f"{value:g}")
-        last = last if near else math.log10(value)
+    near = set(near_sizes(sizes))
+    labels = ["" if value in near else f"{value:g}" for value in values]
     ax.set_xticks(values, labels, rotation=45 if len(values) > 8 else 0)
     ax.minorticks_off()
+
+
+def _size_label(axis: str, sizes: pd.Series) -> str:
+    near = near_sizes(sizes)
+    hollow = f"; hollow: {', '.join(f'{v:g}' for v in near)}" if near else ""
+    return f"{axis} (elements, log scale{hollow})"
+
+
+def _by_size(
+    ax: Any, x: np.ndarray, y: np.ndarray, style: dict[str, Any], near: list[float], **kw: Any
+) -> None:
+    """One variant's points against the size axis: joined by its line, except the near
+    sizes, hollow and unjoined (``kw``: errorbar's yerr and looks)."""
+    yerr = kw.pop("yerr", None)
+    apart = np.isin(x, near)
+    for pick, line, face in ((~apart, style["ls"], style["color"]), (apart, "none", "white")):
+        if pick.any():
+            err = None if yerr is None else [e[pick] for e in yerr]
+            ax.errorbar(x[pick], y[pick], yerr=err, color=style["color"], marker=style["marker"],
+                        ls=line, markerfacecolor=face, **kw)  # fmt: skip
 
 
 def _profiled(table: pd.DataFrame) -> pd.DataFrame:
@@ -431,30 +461,30 @@ def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dic
     several_dtypes = best["dtype"].nunique() > 1
     for ax, panel in zip(axes[0], panels, strict=True):
         in_panel = (best[keys] == panel).all(axis=1)
+        sizes = best.loc[in_panel, family.size_axis]
         for variant in styles.present(best[in_panel]):
             pick = (in_panel & (best["variant"] == variant)).to_numpy()
             order = np.argsort(best.loc[pick, family.size_axis].to_numpy())
-            st = styles.style[variant]
-            ax.errorbar(
-                best.loc[pick, family.size_axis].to_numpy()[order],
+            _by_size(
+                ax,
+                best.loc[pick, family.size_axis].to_numpy(dtype=float)[order],
                 (value[pick] / scale).to_numpy()[order],
+                styles.style[variant],
+                near_sizes(sizes),
                 yerr=[lower[pick].to_numpy()[order], upper[pick].to_numpy()[order]],
-                color=st["color"],
-                marker=st["marker"],
-                ls=st["ls"],
                 ms=4,
                 capsize=2,
                 lw=1.2,
             )
         ax.set_xscale("log", base=2)
-        _size_ticks(ax, best.loc[in_panel, family.size_axis])
+        _size_ticks(ax, sizes)
         spread = value[in_panel]
         if spread.min() > 0 and spread.max() > 30 * spread.min():
             ax.set_yscale("log")  # a ladder spans orders of magnitude
             _log_axis(ax.yaxis)
         else:
             ax.set_ylim(bottom=0)
-        ax.set_xlabel(f"{family.size_axis} (elements, log scale)")
+        ax.set_xlabel(_size_label(family.size_axis, sizes))
         named = [panel[0]] if several_dtypes else []
         named += [f"{d} = {v}" for d, v in zip(keys[1:], panel[1:], strict=True)]
         ax.set_title(", ".join(named))
@@ -713,19 +743,14 @@ def family_figure(
         return note(table, name, f"no configuration has {figure.y}", device, out)
     styles = Styles(table, family)
     fig, ax = plt.subplots(figsize=FIGSIZE)
+    near = near_sizes(best[family.size_axis])
     for variant in styles.present(best):
         rows = best[best["variant"] == variant].sort_values(family.size_axis)
-        st = styles.style[variant]
-        ax.plot(
-            rows[family.size_axis],
-            rows[figure.y].astype(float),
-            color=st["color"],
-            marker=st["marker"],
-            ls=st["ls"],
-        )
+        _by_size(ax, rows[family.size_axis].to_numpy(dtype=float),
+                 rows[figure.y].to_numpy(dtype=float), styles.style[variant], near)  # fmt: skip
     ax.set_xscale("log", base=2)
     _size_ticks(ax, best[family.size_axis])
-    ax.set_xlabel(f"{family.size_axis} (elements, log scale)")
+    ax.set_xlabel(_size_label(family.size_axis, best[family.size_axis]))
     ax.set_ylabel(figure.label)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.2)

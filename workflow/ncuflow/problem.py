@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .errors import NcuflowError
-from .spec import FLOAT_DTYPES, Check, Family, Tensor, Variant, storage_dtype
+from .spec import FLOAT_DTYPES, Check, Family, Tensor, Variant, pad_step, storage_dtype
 
 # The draw of a tensor that declares none: values with both signs (cancellation errors
 # show) and never zero everywhere.
@@ -292,7 +292,7 @@ class Problem:
                 continue
             padded = self.xp.zeros((*source.shape[:-1], length), dtype=source.dtype)
             self.padded[name] = padded
-            steps.append((f"pad_{name}", copier(padded, source)))
+            steps.append((pad_step(name), copier(padded, source)))
         return steps
 
     def arg(self, name: str) -> Any:

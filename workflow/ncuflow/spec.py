@@ -64,6 +64,18 @@ BUILTIN_NAMES = ("in_bytes", "out_bytes")
 # H100's by default; each GPU job compares them with its own GPU's).
 DEVICE_FACTS = ("sm_count", "max_threads_per_sm", "smem_per_sm")
 
+
+def leading_dim(tensor: str) -> str:
+    """The name expressions use for the padded row length of an aligned input."""
+    return f"ld_{tensor}"
+
+
+def pad_step(tensor: str) -> str:
+    """The name of the step that fills an aligned input's row-padded copy (its time column
+    is step_<name>_ms)."""
+    return f"pad_{tensor}"
+
+
 _FRONT_MATTER = re.compile(r"/\*---\s*\n(.*?)\n---\*/", re.DOTALL)
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -348,7 +360,7 @@ class Variant:
     @property
     def leading_dims(self) -> tuple[str, ...]:
         """The names ld_T its expressions may use: the row length of each aligned input T."""
-        return tuple(f"ld_{name}" for name in self.row_alignment)
+        return tuple(leading_dim(name) for name in self.row_alignment)
 
     @property
     def is_cuda(self) -> bool:
@@ -483,7 +495,7 @@ class Family:
         for name, alignment in variant.row_alignment.items():
             tensor = self.tensors[name]
             per_row = alignment // DTYPE_BYTES[tensor.element_dtype(in_dtype, out_dtype)]
-            env[f"ld_{name}"] = -(-int(tensor.shape[-1](dims)) // per_row) * per_row
+            env[leading_dim(name)] = -(-int(tensor.shape[-1](dims)) // per_row) * per_row
         return env
 
     def ordered(self, variants: list[str]) -> list[str]:
@@ -820,11 +832,11 @@ def _check_aligned_inputs(
 ) -> None:
     """An aligned input's names (ld_T, the step pad_T) are its own, and every launch that
     takes it, itself or through a tensor map, is told its padded row length."""
-    clash = {f"ld_{name}" for name in alignment} & taken
+    clash = {leading_dim(name) for name in alignment} & taken
     if clash:
         raise SpecError(f"{path}: {', '.join(sorted(clash))} names the padded row length of "
                         "an aligned input; give the other name a new one")  # fmt: skip
-    clash = {f"pad_{name}" for name in alignment} & {launch.name for launch in launches}
+    clash = {pad_step(name) for name in alignment} & {launch.name for launch in launches}
     if clash:
         raise SpecError(f"{path}: launch {', '.join(sorted(clash))} takes the name of the step "
                         "that pads an aligned input's rows; name the launch otherwise")  # fmt: skip
@@ -837,12 +849,12 @@ def _check_aligned_inputs(
         texts = {arg.text for arg in launch.args}
         named = set().union(*(arg.names for arg in launch.args))
         for name in alignment:
-            if name in texts and f"ld_{name}" not in named:
+            if name in texts and leading_dim(name) not in named:
                 raise SpecError(f"{where}: takes the aligned input {name} but not ld_{name}, "
                                 "the length of its padded rows")  # fmt: skip
             for tensor_map in tensor_maps.values():
                 if (tensor_map.tensor == name and tensor_map.name in texts
-                        and f"ld_{name}" not in tensor_map.ld.names):  # fmt: skip
+                        and leading_dim(name) not in tensor_map.ld.names):  # fmt: skip
                     raise SpecError(f"{where}: tensor map {tensor_map.name} over the aligned "
                                     f"input {name} needs ld: ld_{name}")  # fmt: skip
 
