@@ -33,7 +33,7 @@ FP32_TARGET_PCT, FP16_TARGET_PCT = 75.0, 15.0
 HOPPER_FP32_TARGET_PCT = 90.0
 RUNG_TARGETS_PCT = {"mma_fp16": 60.0, "wgmma_fp16": 85.0}  # of cuBLAS of the same precision
 ORDER = ["naive", "coalesced_a", "smem_tiled"]
-REGISTER_TILED = ["regtile_vd", "regtile_2d", "double_buffer", "warptile"]
+REGISTER_TILED = ["regtile_vd", "regtile_2d", "double_buffer", "warptile", "stream_k"]
 AWKWARD_CV_MAX = 0.02  # the spread of a kernel's launches (std / mean) at the awkward size
 
 

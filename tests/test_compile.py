@@ -61,7 +61,9 @@ def test_variant_compiles_for_sm90(
     tmp_path: Path, family_name: str, variant_name: str, params: dict[str, int]
 ) -> None:
     variant = load_family(ROOT / "kernels", family_name).variants[variant_name]
-    defines = [f"-D{k}={v}" for k, v in params.items()]
+    # every tunable with -D, as the harness passes them (a variant like another leaves its
+    # #ifndef defaults to the other's file)
+    defines = [f"-D{k}={v}" for k, v in {**variant.params, **params}.items()]
     # a variant built for sm_90a (wgmma, setmaxnreg) is compiled for that architecture
     arch = (f"-gencode=arch=compute_{variant.arch[3:]},code={variant.arch}" if variant.arch
             else "-arch=sm_90")  # fmt: skip

@@ -113,3 +113,16 @@ def test_library_variants_have_one_configuration_per_size() -> None:
     rows = _expand("cublas_fp32", {})
     assert len(rows) == 1 and rows[0]["config_id"] == "M=1023_N=1023_K=1023"
     assert rows[0]["status"] == PENDING and rows[0]["launches"] == [{"name": "cublas_matmul"}]
+
+
+def test_a_persistent_grid_is_as_many_blocks_as_the_planned_gpu_holds() -> None:
+    """stream_k's grid names sm_count: planned with device_limits' value, and never more
+    blocks than tiles."""
+    sizes = [{"M": 4096, "N": 4096, "K": 4096}, {"M": 300, "N": 517, "K": 129}]
+    params = {"BN": [128], "MIN_BLOCKS": [2]}
+    grids = [
+        [row["launches"][0]["grid"] for row in expand_variant(
+            "e", FAMILY, FAMILY.variants["stream_k"], sizes, params, (), limits, "where")]
+        for limits in (H100, DeviceLimits(sm_count=114))
+    ]  # fmt: skip
+    assert grids == [[(264, 1, 1), (15, 1, 1)], [(228, 1, 1), (15, 1, 1)]]

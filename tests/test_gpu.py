@@ -160,3 +160,49 @@ def test_a_profile_killed_midway_profiles_only_the_missing_chunks(
     print(f"resumed: {len(kept)} chunks kept, {len(profiled)} profiled again")
     assert len(kept) >= 2 and len(kept) + len(profiled) == 4 and profiled
     assert config_metrics(pd.read_parquet(paths["long"]))["config_id"].nunique() == 4
+
+
+def test_stream_k_sums_its_split_tiles_alike_every_launch_and_clears_its_flags(
+    kernels: Path,
+) -> None:
+    """At 2049 with 128×128 tiles at two blocks per SM every tile past the first wave is
+    split between two blocks: three launches give the same bits, within float32's error of
+    the float64 product, and leave every flag cleared for the next launch."""
+    import cupy as cp
+    import numpy as np
+
+    from ncuflow.harness import compile_options
+
+    family = load_family(kernels, "matmul")
+    variant = family.variants["stream_k"]
+    params = {**variant.params, "BN": 128, "MIN_BLOCKS": 2}
+    size = 2049
+    env = {**family.scope(variant, {"M": size, "N": size, "K": size}, params,
+                          ("float32", "float32")),
+           "sm_count": cp.cuda.Device().attributes["MultiProcessorCount"]}  # fmt: skip
+    launch = variant.launches[0]
+    grid, block = int(launch.grid[0](env)), int(launch.block[0](env))
+    smem = int(launch.dynamic_smem(env))
+    tiles = 17 * 17
+    assert grid < tiles  # a part wave is left to share out
+    kernel = cp.RawModule(
+        code=variant.source,
+        options=compile_options(family, variant, params, ("float32", "float32")),
+    ).get_function("matmul_stream_k")
+    kernel.max_dynamic_shared_size_bytes = smem
+    rng = np.random.default_rng(12)
+    a, b = (rng.standard_normal((size, size)).astype(np.float32) for _ in range(2))
+    dev_a, dev_b = cp.asarray(a), cp.asarray(b)
+    partials = cp.zeros((tiles, 128 * 128), dtype=cp.float32)
+    flags = cp.zeros(tiles, dtype=cp.int32)
+    results = []
+    for _ in range(3):
+        c = cp.full((size, size), cp.nan, dtype=cp.float32)  # poisoned
+        n = np.int32(size)
+        kernel((grid,), (block,), (dev_a, dev_b, c, n, n, n, partials, flags), shared_mem=smem)
+        cp.cuda.runtime.deviceSynchronize()
+        results.append(c.get())
+    assert not flags.any() and partials.any()  # tiles were split, their flags cleared
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(results[0] - exact) / np.linalg.norm(exact) < 1e-5

@@ -151,3 +151,64 @@ def test_a_padded_copy_takes_the_input_place_and_is_refilled_by_its_step() -> No
     steps[0][1]()
     np.testing.assert_array_equal(padded[:, :7], a)
     assert not padded[:, 7:].any()
+
+
+def test_a_variant_like_another_takes_its_tunables_and_restrictions() -> None:
+    """stream_k compiles warptile's code: its tunables come in warptile's order with its
+    own defaults, and warptile's restrictions come before its own."""
+    variants = load_family(ROOT / "kernels", "matmul").variants
+    warptile, stream_k = variants["warptile"], variants["stream_k"]
+    assert list(stream_k.params) == list(warptile.params)
+    assert stream_k.params == {**warptile.params, "BN": 256, "WM": 64, "TM": 16, "MIN_BLOCKS": 1}
+    inherited = len(warptile.restrictions)
+    assert [r.text for r in stream_k.restrictions[:inherited]] == [
+        r.text for r in warptile.restrictions
+    ]
+    assert "+ 56 <=" in stream_k.restrictions[inherited].text
+    assert stream_k.like == ((ROOT / "kernels" / "matmul" / "warptile.cu").resolve(),)
+
+
+def test_a_scratch_buffer_starts_zeroed() -> None:
+    """stream_k's flags must read 0 before its first launch (it clears them itself)."""
+    family = load_family(ROOT / "kernels", "matmul")
+    variant = family.variants["stream_k"]
+    dims = {"M": 300, "N": 517, "K": 129}
+    problem = Problem(family, variant, dims, {}, 5, ("float32", "float32"))
+    problem.prepare_scratch(family.scope(variant, dims, variant.params, ("float32", "float32")),
+                            {"partials", "flags"})  # fmt: skip
+    flags, partials = problem.arg("flags"), problem.arg("partials")
+    assert flags.shape == (3 * 3,) and flags.dtype == np.int32 and not flags.any()
+    assert partials.shape == (3 * 3, 128 * 256) and not partials.any()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("like: warptile.cu", "like: nothing.cu", "like 'nothing.cu' must name another variant"),
+        ("like: warptile.cu", "like: stream_k.cu", "must name another variant's .cu file"),
+        ("like: warptile.cu", "like: family.yaml", "must name another variant's .cu file"),
+        (
+            "params:\n  BN: 256\n  WM: 64\n  TM: 16\n  MIN_BLOCKS: 1\n",
+            "params: [BN]\n",
+            "params must be a mapping",
+        ),
+        ("block: (BM // WM) * (BN // WN) * 32", "block: sm_count", r"unknown name\(s\) sm_count"),
+        ('#include "warptile.cu"', "", "parameter BM needs '#ifndef BM'"),
+    ],
+)
+def test_bad_likes_and_device_facts_outside_grids_are_named(
+    family_copy: Path, old: str, new: str, message: str
+) -> None:
+    _edit(family_copy / "matmul" / "stream_k.cu", old, new)
+    with pytest.raises(SpecError, match=message):
+        load_family(family_copy, "matmul")
+
+
+def test_a_variant_cannot_be_like_one_that_is_like_another(family_copy: Path) -> None:
+    (family_copy / "matmul" / "again.cu").write_text(
+        (family_copy / "matmul" / "stream_k.cu").read_text()
+        .replace("like: warptile.cu", "like: stream_k.cu")
+        .replace("matmul_stream_k", "matmul_again")
+    )  # fmt: skip
+    with pytest.raises(SpecError, match=r"is itself like another \(warptile\.cu\)"):
+        load_family(family_copy, "matmul")

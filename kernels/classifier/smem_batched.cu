@@ -82,8 +82,8 @@ restrictions:
   - KT % (4 * WARPS_K) == 0
   - (32 * WARPS_N * WARPS_K) % (KT // 4) == 0
   - STAGES >= 2
-  - 32 * WARPS_N * WARPS_K * MIN_BLOCKS <= 2048
-  - MIN_BLOCKS * (max(STAGES * (32 * RPT * WARPS_N * KT + KT * BT), WARPS_K * 32 * RPT * WARPS_N * (BT + 4)) * 4 + 1024) <= 233472
+  - 32 * WARPS_N * WARPS_K * MIN_BLOCKS <= max_threads_per_sm
+  - MIN_BLOCKS * (max(STAGES * (32 * RPT * WARPS_N * KT + KT * BT), WARPS_K * 32 * RPT * WARPS_N * (BT + 4)) * 4 + 1024) <= smem_per_sm
 executed_flops: 2 * round_up(Nn, 32 * RPT * WARPS_N) * round_up(B, BT) * round_up(Ni, KT) + Nn * B * (SPLIT * WARPS_K - 1)
 model_dram_bytes: (Nn * Ni * ceil_div(B, BT) + Ni * B * ceil_div(Nn, 32 * RPT * WARPS_N)) * in_bytes + (1 + 2 * SPLIT * (SPLIT > 1)) * Nn * B * out_bytes
 ---*/

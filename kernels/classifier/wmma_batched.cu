@@ -70,8 +70,8 @@ restrictions:
   - SPLIT >= 1 and MIN_BLOCKS >= 1
   - KT >= 16 and KT % 16 == 0
   - STAGES >= 2
-  - 32 * WARPS_M * WARPS_N * MIN_BLOCKS <= 2048
-  - MIN_BLOCKS * (max(STAGES * (16 * FM * WARPS_M * (KT + 8) + KT * (16 * FN * WARPS_N + 8)) * 2, WARPS_M * WARPS_N * 1024) + 1024) <= 233472
+  - 32 * WARPS_M * WARPS_N * MIN_BLOCKS <= max_threads_per_sm
+  - MIN_BLOCKS * (max(STAGES * (16 * FM * WARPS_M * (KT + 8) + KT * (16 * FN * WARPS_N + 8)) * 2, WARPS_M * WARPS_N * 1024) + 1024) <= smem_per_sm
 executed_flops: 2 * round_up(Nn, 16) * B * round_up(Ni, 16)
 model_dram_bytes: (Nn * Ni * ceil_div(B, 16 * FN * WARPS_N) + Ni * B * ceil_div(Nn, 16 * FM * WARPS_M)) * in_bytes + (1 + 2 * SPLIT * (SPLIT > 1)) * Nn * B * out_bytes
 ---*/

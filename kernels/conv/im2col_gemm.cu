@@ -84,8 +84,8 @@ restrictions:
   - (BM // WM) * (BN // WN) * 32 % (BN) == 0 or (BN) % ((BM // WM) * (BN // WN) * 32) == 0
   - STAGES >= 2
   - MIN_BLOCKS >= 1
-  - (BM // WM) * (BN // WN) * 32 * MIN_BLOCKS <= 2048
-  - MIN_BLOCKS * (STAGES * (BK * (BM + 4) + BK * BN) * 4 + 1024) <= 233472
+  - (BM // WM) * (BN // WN) * 32 * MIN_BLOCKS <= max_threads_per_sm
+  - MIN_BLOCKS * (STAGES * (BK * (BM + 4) + BK * BN) * 4 + 1024) <= smem_per_sm
 ---*/
 
 #ifndef IM_CH

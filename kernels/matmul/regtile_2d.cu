@@ -15,9 +15,9 @@
 // its input read and the copy written.
 // At M=N=K=2049 every thread computes its whole TM×TN sub-tile over zero-filled tiles: M
 // and N padded to 2176 (BM, BN 128), K to 2064 (BK 16): executed_flops / flops = 1.136.
-// It also runs at half its rate at 2048: 17×17 blocks against 16×16, two blocks per SM,
-// make 1.09 waves on 132 SMs where 2048 fills 0.97 of one (the padded copies change
-// nothing to that: 17.3 and 17.7 TFLOP/s).
+// It also runs at 2049 at half its rate at 2048: 17×17 blocks against 16×16, two blocks
+// per SM, make 1.09 waves on 132 SMs where 2048 fills 0.97 of one (the padded copies
+// change nothing to that: 17.3 and 17.7 TFLOP/s; stream_k shares out such a tail).
 /*---
 idea: BM×BN block tiles, TM×TN outputs per thread; A transposed in shared memory, float4 fragment loads
 params:

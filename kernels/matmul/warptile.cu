@@ -11,6 +11,8 @@
 // reuse through L2 across blocks: 4·(M·K·ceil(N/BN) + K·N·ceil(M/BM) + M·N) bytes.
 // At M=N=K=2049 every thread computes its whole TM×TN outputs over zero-filled tiles: M
 // and N padded to 2176 (BM, BN 128), K to 2064 (BK 16): executed_flops / flops = 1.136.
+// The main loop over a range of K-slices (warptile_slices) is also stream_k's, which runs
+// these tiles on a persistent grid; conv's im2col_gemm includes this file for its GEMM.
 /*---
 kernel: matmul_warptile
 idea: block, warp and thread tiles; conflict-free float4 fragments; STAGES-deep cp.async pipeline
@@ -46,8 +48,8 @@ restrictions:
   - (BM // WM) * (BN // WN) * 32 % (BN) == 0 or (BN) % ((BM // WM) * (BN // WN) * 32) == 0
   - STAGES >= 2
   - MIN_BLOCKS >= 1
-  - (BM // WM) * (BN // WN) * 32 * MIN_BLOCKS <= 2048
-  - MIN_BLOCKS * (STAGES * (BK * (BM + 4) + BK * BN) * 4 + 1024) <= 233472
+  - (BM // WM) * (BN // WN) * 32 * MIN_BLOCKS <= max_threads_per_sm
+  - MIN_BLOCKS * (STAGES * (BK * (BM + 4) + BK * BN) * 4 + 1024) <= smem_per_sm
   # registers per thread: TM·TN accumulators, TM + TN fragment values and about 40 more
   # (121 at 8×8, 211 at 16×8), within the 255 a thread may have and its share of the SM's
   # 64 K at MIN_BLOCKS blocks; beyond, ptxas spills hundreds of bytes and the rung runs
@@ -99,62 +101,83 @@ static_assert(WM % TM == 0 && WN % TN == 0 && kLanesM * kLanesN == 32,
 static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the block tile");
 static_assert(STAGES >= 2, "the pipeline needs at least two stages");
 
-extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
-matmul_warptile(const float* __restrict__ A, const float* __restrict__ B,
-                float* __restrict__ C, int M, int N, int K) {
-  // STAGES stages of [As | Bs]; every part starts 16-byte aligned (all sizes are
-  // multiples of 4 floats).
-  extern __shared__ float4 smem_vec[];
-  float* const smem = reinterpret_cast<float*>(smem_vec);
-  const int tid = threadIdx.x;
-  const int warp = tid / 32, lane = tid % 32;
-  const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-  // Lanes with the same lane_m read the same A float4 (a broadcast); the kLanesN lanes of
-  // a row read consecutive B float4s, so every float4 request covers distinct banks.
-  const int a_col = (warp / kWarpsN) * WM + (lane / kLanesN) * 4;
-  const int b_col = (warp % kWarpsN) * WN + (lane % kLanesN) * 4;
-  const int num_slices = (K + BK - 1) / BK;
+// A thread's place in the block: lanes with the same lane_m read the same A float4 (a
+// broadcast); the kLanesN lanes of a row read consecutive B float4s, so every float4
+// request covers distinct banks. a_col, b_col: its first row in As and column in Bs.
+struct WarptileThread {
+  int tid, a_col, b_col;
+  __device__ explicit WarptileThread(int t)
+      : tid(t),
+        a_col((t / 32 / kWarpsN) * WM + (t % 32 / kLanesN) * 4),
+        b_col((t / 32 % kWarpsN) * WN + (t % 32 % kLanesN) * 4) {}
+};
 
-  float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-  }
-
-  // Prologue: slices 0 .. STAGES-2 into stages 0 .. STAGES-2. A group is committed even
-  // when there is no slice left, so that group s always holds slice s.
+// acc += the product over K-slices [first, last) of the BM×BN tile of C at (row0, col0),
+// through the STAGES stages at smem. Every thread of the block calls it; it may be called
+// again for another tile or range (the barrier on entry lets the previous call's last
+// stage be overwritten).
+__device__ __forceinline__ void warptile_slices(const float* __restrict__ A,
+                                                const float* __restrict__ B, int M, int N,
+                                                int K, int row0, int col0, int first, int last,
+                                                float* smem, const WarptileThread& me,
+                                                float (&acc)[TM][TN]) {
+  __syncthreads();
+  // Prologue: slices first .. first+STAGES-2 into stages 0 .. STAGES-2. A group is
+  // committed even when there is no slice left, so that group s always holds slice first+s.
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < num_slices) {
+    if (first + s < last) {
       float* const stage = smem + s * kStageFloats;
-      cp_async_tile_a_transposed<BM, BK, kThreads>(stage, A, M, K, row0, s * BK, tid);
-      copy_tile_b<BK, BN, kThreads, true>(stage + kAsFloats, B, K, N, s * BK, col0, tid);
+      const int k0 = (first + s) * BK;
+      cp_async_tile_a_transposed<BM, BK, kThreads>(stage, A, M, K, row0, k0, me.tid);
+      copy_tile_b<BK, BN, kThreads, true>(stage + kAsFloats, B, K, N, k0, col0, me.tid);
     }
     cp_async_commit();
   }
 
   int read_stage = 0, write_stage = STAGES - 1;
-  for (int t = 0; t < num_slices; ++t) {
-    // STAGES-1+t groups are committed; once at most STAGES-2 are pending, slice t has
-    // landed for this thread. The barrier makes all threads' copies visible and tells
+  for (int t = first; t < last; ++t) {
+    // STAGES-1+(t-first) groups are committed; once at most STAGES-2 are pending, slice t
+    // has landed for this thread. The barrier makes all threads' copies visible and tells
     // that every thread has finished slice t-1, whose stage (write_stage) is refilled next.
     cp_async_wait<STAGES - 2>();
     __syncthreads();
     const int next = t + STAGES - 1;
-    if (next < num_slices) {
+    if (next < last) {
       float* const stage = smem + write_stage * kStageFloats;
-      cp_async_tile_a_transposed<BM, BK, kThreads>(stage, A, M, K, row0, next * BK, tid);
-      copy_tile_b<BK, BN, kThreads, true>(stage + kAsFloats, B, K, N, next * BK, col0, tid);
+      cp_async_tile_a_transposed<BM, BK, kThreads>(stage, A, M, K, row0, next * BK, me.tid);
+      copy_tile_b<BK, BN, kThreads, true>(stage + kAsFloats, B, K, N, next * BK, col0, me.tid);
     }
     cp_async_commit();
 
     const float* const stage = smem + read_stage * kStageFloats;
     accumulate_tile<BK, kAsLd<BM>, BN, TM, TN, kLanesM * 4, kLanesN * 4>(
-        stage, stage + kAsFloats, a_col, b_col, acc);
+        stage, stage + kAsFloats, me.a_col, me.b_col, acc);
     read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
     write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
   }
+}
 
-  store_c_tile<TM, TN, kLanesM * 4, kLanesN * 4>(C, M, N, row0 + a_col, col0 + b_col, acc);
+__device__ __forceinline__ void warptile_zero(float (&acc)[TM][TN]) {
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+  }
+}
+
+// STAGES stages of [As | Bs]; every part starts 16-byte aligned (all sizes are multiples
+// of 4 floats).
+extern __shared__ float4 warptile_smem[];
+
+extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
+matmul_warptile(const float* __restrict__ A, const float* __restrict__ B,
+                float* __restrict__ C, int M, int N, int K) {
+  const WarptileThread me(threadIdx.x);
+  const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+  float acc[TM][TN];
+  warptile_zero(acc);
+  warptile_slices(A, B, M, N, K, row0, col0, 0, (K + BK - 1) / BK,
+                  reinterpret_cast<float*>(warptile_smem), me, acc);
+  store_c_tile<TM, TN, kLanesM * 4, kLanesN * 4>(C, M, N, row0 + me.a_col, col0 + me.b_col, acc);
 }

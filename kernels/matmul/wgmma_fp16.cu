@@ -67,6 +67,7 @@ restrictions:
 
 #include <cuda_fp16.h>
 
+#include "../common/tma.cuh"
 #include "fp16_gemm.cuh"
 
 #ifndef BM
@@ -94,48 +95,6 @@ constexpr int kBoxBBytes = kBK * 64 * 2;  // one 64-column box of B: 64 rows of 
 static_assert(BM == 128 || BM == 256, "two consumer warpgroups of one or two m64 blocks");
 static_assert(BN % 128 == 0, "n128 wgmmas");
 static_assert(kStageBytes % 1024 == 0, "stages keep the 1024-byte swizzle alignment");
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
-}
-
-// One arrival that also announces the bytes the TMA copies will bring.
-__device__ __forceinline__ void mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)),
-               "r"(bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-
-// Waits for the completion of the barrier's phase of the given parity.
-__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(smem_u32(bar)),
-      "r"(parity)
-      : "memory");
-}
-
-// The box of the tensor map at (x = column, y = row) into dst, counted on bar.
-__device__ __forceinline__ void tma_load_2d(void* dst, const void* map, unsigned long long* bar,
-                                            int x, int y) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_u32(dst)),
-      "l"(map), "r"(x), "r"(y), "r"(smem_u32(bar))
-      : "memory");
-}
 
 // A shared-memory matrix descriptor: start address, leading and stride byte offsets (all
 // in 16-byte units), 128-byte swizzle (layout type 1 in bits 62-63).
@@ -189,25 +148,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 matmul_wgmma_fp16(const void* __restrict__ map_a, const void* __restrict__ map_b,
                   float* __restrict__ C, int M, int N, int K) {
   extern __shared__ unsigned char smem_raw[];
-  // Stages start on 1024-byte boundaries: the swizzle pattern repeats every 8 rows of 128
-  // bytes, and TMA and wgmma must agree on where it starts.
-  unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-  auto* full = reinterpret_cast<unsigned long long*>(smem + STAGES * kStageBytes);
-  unsigned long long* empty = full + STAGES;
+  // every consumer warp hands a stage back
+  const StageRing ring = stage_ring(smem_raw, STAGES, kStageBytes, kConsumers * 4);
+  unsigned char* const smem = ring.stages;
+  unsigned long long *const full = ring.full, *const empty = ring.empty;
 
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const BlockTile tile = grouped_block_tile(BM, BN, GROUP_M);
   const int k_tiles = (K + kBK - 1) / kBK;
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);                   // the producer's expect_tx
-      mbar_init(&empty[s], kConsumers * 4);     // every consumer warp
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
 
   if (warpgroup == 0) {  // producer: gives most of its registers to the consumers
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -215,13 +165,8 @@ matmul_wgmma_fp16(const void* __restrict__ map_a, const void* __restrict__ map_b
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         if (kt >= STAGES) mbar_wait(&empty[s], (kt / STAGES + 1) & 1);  // tile kt-STAGES done
-        unsigned char* a_dst = smem + s * kStageBytes;
-        unsigned char* b_dst = a_dst + kStageABytes;
-        mbar_expect_tx(&full[s], kStageBytes);
-        tma_load_2d(a_dst, map_a, &full[s], kt * kBK, tile.row);
-#pragma unroll
-        for (int j = 0; j < BN / 64; ++j)
-          tma_load_2d(b_dst + j * kBoxBBytes, map_b, &full[s], tile.col + 64 * j, kt * kBK);
+        tma_load_gemm_stage<BN / 64>(smem + s * kStageBytes, kStageABytes, kStageBytes, &full[s],
+                                     map_a, map_b, kt * kBK, tile.row, tile.col);
       }
     }
     return;

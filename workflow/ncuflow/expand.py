@@ -261,13 +261,13 @@ def expand_variant(
             env = family.scope(variant, dims, params, (in_dtype, out_dtype))
             reason, launches = "", []
             try:
-                scope = {**env, **facts}  # restrictions may also name the device's facts
+                scope = {**env, **facts}  # restrictions and grids may name the device's facts
                 failed = next((r for r in restrictions if not r(scope)), None)
                 if failed is not None:
                     shown = ", ".join(f"{k}={scope[k]}" for k in sorted(failed.names))
                     reason = f"restriction {failed.text!r} is false ({shown})"
                 else:
-                    reason, launches = _check_launches(variant, env, limits)
+                    reason, launches = _check_launches(variant, scope, limits)
             except ExprError as exc:
                 reason = str(exc)
             outputs = family.outputs.values()

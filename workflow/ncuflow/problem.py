@@ -265,11 +265,12 @@ class Problem:
     def prepare_scratch(self, env: Mapping[str, int], names: set[str]) -> None:
         """Allocate the scratch buffers ``names`` for one configuration (their shapes may
         name what its expressions may: ``env``, from Family.scope), releasing the previous
-        configuration's."""
+        configuration's. They start zeroed: a kernel may keep flags there that it clears
+        again before it ends."""
         self.scratch = {}
         for name in names:
             tensor = self.variant.scratch[name]
-            self.scratch[name] = self.xp.empty(
+            self.scratch[name] = self.xp.zeros(
                 shape_of(tensor, env), dtype=numpy_dtype(self.dtype_of(tensor))
             )
 

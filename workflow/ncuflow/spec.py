@@ -60,9 +60,15 @@ MERITS = ("flops", "bytes")
 STANDARD_FIGURES = ("roofline", "performance", "sweep", "speed_of_light", "occupancy", "traffic")
 # Names every expression may use besides the dimensions and the tunables.
 BUILTIN_NAMES = ("in_bytes", "out_bytes")
-# Facts of the device that restrictions may also use (device_limits in the config, the
-# H100's by default; each GPU job compares them with its own GPU's).
+# Facts of the device that restrictions and launch grids may also use (device_limits in
+# the config, the H100's by default; each GPU job compares them with its own GPU's).
 DEVICE_FACTS = ("sm_count", "max_threads_per_sm", "smem_per_sm")
+
+
+def names_device_facts(where: str) -> bool:
+    """Whether the expression at ``where`` (a restriction, a launch's grid) may name the
+    device's facts: a persistent kernel's grid is as many blocks as the GPU holds."""
+    return where.startswith("restrictions") or where.rpartition(".")[2].startswith("grid[")
 
 
 def leading_dim(tensor: str) -> str:
@@ -86,7 +92,7 @@ _VARIANT_KEYS = {
     "kernel", "idea", "params", "restrictions", "block", "grid", "static_smem",
     "dynamic_smem", "smem_optin", "dtype", "out_dtype", "accepts", "library", "baseline",
     "runs_on", "compute", "model_dram_bytes", "executed_flops", "launches", "scratch",
-    "profiled", "host_memory", "requires", "arch", "tensor_maps", "row_alignment",
+    "profiled", "host_memory", "requires", "arch", "tensor_maps", "row_alignment", "like",
 }  # fmt: skip
 _LAUNCH_KEYS = {"name", "kernel", "library", "block", "grid", "static_smem", "dynamic_smem",
                 "args", "when"}  # fmt: skip
@@ -356,6 +362,8 @@ class Variant:
     # inputs whose rows must start at a multiple of these bytes (vector loads, cp.async,
     # TMA): where they do not, the harness passes a row-padded copy, made by a timed step
     row_alignment: dict[str, int] = field(default_factory=dict)
+    # the variant files its declaration is like (their tunables and restrictions)
+    like: tuple[Path, ...] = ()
 
     @property
     def leading_dims(self) -> tuple[str, ...]:
@@ -466,13 +474,15 @@ class Family:
     @functools.cached_property
     def fingerprint(self) -> str:
         """Hash of everything that decides a measurement: the family folder's files and
-        every file its kernels include from elsewhere (read once per process)."""
+        every file its kernels include, or are declared like, from elsewhere (read once per
+        process)."""
         digest = hashlib.sha256()
         files = [
             p for p in sorted(self.folder.iterdir()) if p.suffix in {".yaml", ".py", ".cu", ".cuh"}
         ]
         for variant in self.variants.values():
-            files += [p for p in local_includes(variant.path) if p.parent != self.folder]
+            files += [p for p in (*local_includes(variant.path), *variant.like)
+                      if p.parent != self.folder]  # fmt: skip
         for path in dict.fromkeys(files):
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
@@ -544,9 +554,19 @@ def _check_keys(path: Path | str, data: Mapping[str, Any], allowed: set[str]) ->
         )
 
 
-def _check_define(path: Path, source: str, name: str, default: int) -> None:
-    """The .cu file must carry the tunable as an overridable #define with the same default."""
+def _check_define(path: Path, source: str, name: str, default: int, like: Path | None) -> None:
+    """The .cu file must carry the tunable as an overridable #define with the same default.
+    A variant like another whose file it includes may leave it to that file, whatever the
+    default there: ncuflow always sets every tunable with -D."""
     guarded = re.search(rf"#ifndef\s+{name}\s*\n\s*#define\s+{name}\s+(\S+)", source)
+    inherited = rf"#ifndef\s+{name}\s*\n\s*#define\s+{name}\s"
+    if (
+        guarded is None
+        and like is not None
+        and like in local_includes(path)
+        and re.search(inherited, like.read_text())
+    ):
+        return
     if guarded is None:
         raise SpecError(
             f"{path}: parameter {name} needs '#ifndef {name}' / '#define {name} {default}' "
@@ -635,18 +655,49 @@ class _FamilyView:
     scalars: dict[str, Scalar]
 
 
+def _declaration(path: Path) -> tuple[str, dict[str, Any]]:
+    """A variant file's source ('' for a .yaml library variant) and its declaration."""
+    if path.suffix != ".cu":
+        return "", _read_yaml(path, path.read_text())
+    source = path.read_text()
+    match = _FRONT_MATTER.search(source)
+    if match is None:
+        raise SpecError(f"{path}: no declaration; add a /*--- ... ---*/ YAML comment")
+    return source, _read_yaml(path, match.group(1))
+
+
+def _like(path: Path, data: dict[str, Any]) -> tuple[dict[str, Any], list[Path]]:
+    """A declaration with ``like: <file>`` (another variant's .cu, relative to this one)
+    takes that variant's tunables, in its order, its own defaults winning and its new ones
+    after, and that variant's restrictions before its own: a variant that compiles another's
+    code needs its conditions without a copy of them. Also the files it was built from."""
+    like = data.get("like")
+    if like is None:
+        return data, []
+    base_path = (path.parent / str(like)).resolve()
+    if base_path.suffix != ".cu" or not base_path.is_file() or base_path == path.resolve():
+        raise SpecError(f"{path}: like {like!r} must name another variant's .cu file, "
+                        "relative to this one")  # fmt: skip
+    _, base = _declaration(base_path)
+    if "like" in base:
+        raise SpecError(f"{path}: like {like!r} names a variant that is itself like another "
+                        f"({base['like']}); name that one")  # fmt: skip
+    merged = dict(data)
+    for key, kind in (("params", dict), ("restrictions", list)):
+        for where, value in ((path, data.get(key)), (base_path, base.get(key))):
+            if value is not None and not isinstance(value, kind):
+                raise SpecError(f"{where}: {key} must be a {'mapping' if kind is dict else 'list'}")
+    own, inherited = data.get("params") or {}, base.get("params") or {}
+    merged["params"] = {**{k: own.get(k, v) for k, v in inherited.items()}, **own}
+    merged["restrictions"] = [*(base.get("restrictions") or []), *(data.get("restrictions") or [])]
+    return merged, [base_path]
+
+
 def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
     dims, dtype = view.dims, view.dtype
-    if path.suffix == ".cu":
-        source = path.read_text()
-        match = _FRONT_MATTER.search(source)
-        if match is None:
-            raise SpecError(f"{path}: no declaration; add a /*--- ... ---*/ YAML comment")
-        data = _read_yaml(path, match.group(1))
-    else:
-        source = ""
-        data = _read_yaml(path, path.read_text())
+    source, data = _declaration(path)
     _check_keys(path, data, _VARIANT_KEYS)
+    data, like = _like(path, data)
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise SpecError(f"{path}: params must map each tunable to its default integer")
@@ -660,7 +711,7 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
         if isinstance(default, bool) or not isinstance(default, int):
             raise SpecError(f"{path}: default of {pname} must be an integer, got {default!r}")
         if path.suffix == ".cu":
-            _check_define(path, source, pname, default)
+            _check_define(path, source, pname, default, like[0] if like else None)
     for key in ("dtype", "out_dtype"):
         value = data.get(key, dtype)
         if value not in DTYPE_BYTES:
@@ -759,6 +810,7 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
         arch=None if arch is None else str(arch),
         tensor_maps=tensor_maps,
         row_alignment=row_alignment,
+        like=tuple(like),
         **optional,
     )
     _check_names(path, variant, view)
@@ -770,7 +822,7 @@ def _check_names(path: Path, variant: Variant, view: _FamilyView) -> None:
     argument is a tensor, a scratch buffer, a scalar or such an expression."""
     known = set(view.dims) | set(variant.params) | set(BUILTIN_NAMES) | set(variant.leading_dims)
     for where, expr in variant.expressions():
-        unknown = expr.names - known - (set(DEVICE_FACTS) if where.startswith("restr") else set())
+        unknown = expr.names - known - (set(DEVICE_FACTS) if names_device_facts(where) else set())
         if unknown:
             raise SpecError(
                 f"{path}: {where} {expr.text!r} uses unknown name(s) "
