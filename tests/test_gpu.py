@@ -162,12 +162,14 @@ def test_a_profile_killed_midway_profiles_only_the_missing_chunks(
     assert config_metrics(pd.read_parquet(paths["long"]))["config_id"].nunique() == 4
 
 
+@pytest.mark.parametrize("min_blocks", [1, 2])
 def test_stream_k_sums_its_split_tiles_alike_every_launch_and_clears_its_flags(
-    kernels: Path,
+    kernels: Path, min_blocks: int
 ) -> None:
-    """At 2049 with 128×128 tiles at two blocks per SM every tile past the first wave is
-    split between two blocks: three launches give the same bits, within float32's error of
-    the float64 product, and leave every flag cleared for the next launch."""
+    """At 2049, 17×17 tiles of 128×128: at two blocks per SM (264) all of them are shared
+    out by K-slices; at one (132), one whole wave first, then the other 157 tiles. Three
+    launches give the same bits, within float32's error of the float64 product, and leave
+    every flag cleared for the next launch."""
     import cupy as cp
     import numpy as np
 
@@ -175,7 +177,7 @@ def test_stream_k_sums_its_split_tiles_alike_every_launch_and_clears_its_flags(
 
     family = load_family(kernels, "matmul")
     variant = family.variants["stream_k"]
-    params = {**variant.params, "BN": 128, "MIN_BLOCKS": 2}
+    params = {**variant.params, "BN": 128, "MIN_BLOCKS": min_blocks}
     size = 2049
     env = {**family.scope(variant, {"M": size, "N": size, "K": size}, params,
                           ("float32", "float32")),

@@ -192,7 +192,11 @@ def test_a_scratch_buffer_starts_zeroed() -> None:
             "params: [BN]\n",
             "params must be a mapping",
         ),
-        ("block: (BM // WM) * (BN // WN) * 32", "block: sm_count", r"unknown name\(s\) sm_count"),
+        (
+            "block: (BM // WM) * (BN // WN) * 32",
+            "block: sm_count",
+            r"unknown name\(s\) sm_count \(sm_count: a device fact, which only restrictions and",
+        ),
         ('#include "warptile.cu"', "", "parameter BM needs '#ifndef BM'"),
     ],
 )

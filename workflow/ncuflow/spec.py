@@ -556,15 +556,16 @@ def _check_keys(path: Path | str, data: Mapping[str, Any], allowed: set[str]) ->
 
 def _check_define(path: Path, source: str, name: str, default: int, like: Path | None) -> None:
     """The .cu file must carry the tunable as an overridable #define with the same default.
-    A variant like another whose file it includes may leave it to that file, whatever the
-    default there: ncuflow always sets every tunable with -D."""
+    A variant like another whose file it includes may leave it to that file (or to what
+    that file includes), whatever the default there: ncuflow always sets every tunable
+    with -D."""
     guarded = re.search(rf"#ifndef\s+{name}\s*\n\s*#define\s+{name}\s+(\S+)", source)
     inherited = rf"#ifndef\s+{name}\s*\n\s*#define\s+{name}\s"
     if (
         guarded is None
         and like is not None
         and like in local_includes(path)
-        and re.search(inherited, like.read_text())
+        and any(re.search(inherited, f.read_text()) for f in (like, *local_includes(like)))
     ):
         return
     if guarded is None:
@@ -824,9 +825,12 @@ def _check_names(path: Path, variant: Variant, view: _FamilyView) -> None:
     for where, expr in variant.expressions():
         unknown = expr.names - known - (set(DEVICE_FACTS) if names_device_facts(where) else set())
         if unknown:
+            facts = sorted(unknown & set(DEVICE_FACTS))
+            hint = (f" ({', '.join(facts)}: a device fact, which only restrictions and launch "
+                    "grids may name)" if facts else "")  # fmt: skip
             raise SpecError(
                 f"{path}: {where} {expr.text!r} uses unknown name(s) "
-                f"{', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
+                f"{', '.join(sorted(unknown))}{hint}; known: {', '.join(sorted(known))}"
             )
     objects = {*view.tensors, *variant.scratch, *variant.tensor_maps, *view.scalars}
     for i, launch in enumerate(variant.launches):
