@@ -554,19 +554,13 @@ def _check_keys(path: Path | str, data: Mapping[str, Any], allowed: set[str]) ->
         )
 
 
-def _check_define(path: Path, source: str, name: str, default: int, like: Path | None) -> None:
+def _check_define(path: Path, source: str, name: str, default: int, inherited: str) -> None:
     """The .cu file must carry the tunable as an overridable #define with the same default.
     A variant like another whose file it includes may leave it to that file (or to what
-    that file includes), whatever the default there: ncuflow always sets every tunable
-    with -D."""
+    that file includes: ``inherited``, their text), whatever the default there: ncuflow
+    always sets every tunable with -D."""
     guarded = re.search(rf"#ifndef\s+{name}\s*\n\s*#define\s+{name}\s+(\S+)", source)
-    inherited = rf"#ifndef\s+{name}\s*\n\s*#define\s+{name}\s"
-    if (
-        guarded is None
-        and like is not None
-        and like in local_includes(path)
-        and any(re.search(inherited, f.read_text()) for f in (like, *local_includes(like)))
-    ):
+    if guarded is None and re.search(rf"#ifndef\s+{name}\s*\n\s*#define\s+{name}\s", inherited):
         return
     if guarded is None:
         raise SpecError(
@@ -699,6 +693,11 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
     source, data = _declaration(path)
     _check_keys(path, data, _VARIANT_KEYS)
     data, like = _like(path, data)
+    # the text of the file this one is like (and of what it includes), where this one
+    # includes it: its #ifndef defaults may stand there
+    inherited = ""
+    if like and like[0] in local_includes(path):
+        inherited = "".join(f.read_text() for f in (like[0], *local_includes(like[0])))
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise SpecError(f"{path}: params must map each tunable to its default integer")
@@ -712,7 +711,7 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
         if isinstance(default, bool) or not isinstance(default, int):
             raise SpecError(f"{path}: default of {pname} must be an integer, got {default!r}")
         if path.suffix == ".cu":
-            _check_define(path, source, pname, default, like[0] if like else None)
+            _check_define(path, source, pname, default, inherited)
     for key in ("dtype", "out_dtype"):
         value = data.get(key, dtype)
         if value not in DTYPE_BYTES:
