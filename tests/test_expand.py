@@ -4,6 +4,7 @@ from conftest import ROOT
 from ncuflow.device import facts_differences
 from ncuflow.errors import ConfigError
 from ncuflow.expand import PENDING, SKIPPED, DeviceLimits, config_id, expand_variant, size_grid
+from ncuflow.records import fingerprint
 from ncuflow.spec import load_family
 
 FAMILY = load_family(ROOT / "kernels", "matmul")
@@ -126,3 +127,25 @@ def test_a_persistent_grid_is_as_many_blocks_as_the_planned_gpu_holds() -> None:
         for limits in (H100, DeviceLimits(sm_count=114))
     ]  # fmt: skip
     assert grids == [[(264, 1, 1), (15, 1, 1)], [(228, 1, 1), (15, 1, 1)]]
+
+
+def test_a_measurement_under_other_device_facts_is_not_reused_where_the_grid_follows_them() -> None:
+    """Records are reused on resume by fingerprint: stream_k's (its grid names sm_count)
+    differ between a plan for 132 and one for 114 SMs, warptile's (fixed grid) do not."""
+    size = [{"M": 2049, "N": 2049, "K": 2049}]
+    plan = {"family_fingerprint": "f", "variant": "v", "scalars": None, "timing": {},
+            "seed": 1}  # fmt: skip
+
+    def prints(variant: str) -> list[str]:
+        return [
+            fingerprint(plan, expand_variant("e", FAMILY, FAMILY.variants[variant], size,
+                                             {}, (), limits, "where")[0])
+            for limits in (H100, DeviceLimits(sm_count=114))
+        ]  # fmt: skip
+
+    first, other = prints("stream_k")
+    assert first != other
+    first, other = prints("warptile")
+    assert first == other
+    row = expand_variant("e", FAMILY, FAMILY.variants["warptile"], size, {}, (), H100, "w")[0]
+    assert "grid_facts" not in row  # its fingerprint as before (test_replay: as captured)

@@ -208,3 +208,39 @@ def test_stream_k_sums_its_split_tiles_alike_every_launch_and_clears_its_flags(
     assert all(np.array_equal(results[0], r) for r in results[1:])
     exact = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(results[0] - exact) / np.linalg.norm(exact) < 1e-5
+
+
+def test_the_gate_keeps_host_delays_out_of_the_timed_intervals() -> None:
+    """A step that sleeps 2 ms on the host before its launch: without the gate the sleep
+    falls inside every timed interval; with it the GPU runs the batch only once it is all
+    enqueued, back to back, and the intervals hold the kernels alone. A step that waits
+    for the stream makes the gate give up at its limit, and say so, instead of hanging."""
+    import cupy as cp
+    import numpy as np
+
+    from ncuflow.harness import Gate, time_launches
+
+    x = cp.ones(1 << 20, dtype=cp.float32)
+
+    def scale() -> None:
+        cp.multiply(x, np.float32(1.0001), out=x)
+
+    def slow_scale() -> None:
+        time.sleep(0.002)
+        scale()
+
+    steps = [("fast", scale), ("slow", slow_scale)]
+    ungated, _ = time_launches(steps, 20, None)
+    gate = Gate()
+    gated, per_step = time_launches(steps, 20, None, gate)
+    assert not gate.gave_up()
+    print(f"median ungated {np.median(ungated):.4f} ms, gated {np.median(gated):.4f} ms")
+    assert np.median(ungated) > 1.5 and np.median(gated) < 0.2
+    assert len(per_step["slow"]) == 20
+    waiting = Gate(limit_s=0.05)
+    sync = [("fast", scale), ("sync", cp.cuda.get_current_stream().synchronize)]
+    started = time.monotonic()
+    time_launches(sync, 2, None, waiting)
+    assert waiting.gave_up() and time.monotonic() - started < 5
+    time_launches(steps, 3, None, waiting)
+    assert not waiting.gave_up()  # once released in time, it says so again

@@ -187,3 +187,87 @@ def test_the_row_copy_stores_the_widest_chunk_its_padded_rows_allow(
     assert instance == kernel and block == (256,)
     assert grid == (min(-(-chunks // 256), 8 * 132),)
     assert args[0] is source and args[1] is padded and [int(a) for a in args[2:]] == [3, cols, ld]
+
+
+class _FakeCuda:
+    """CuPy's events and streams stood in for: each event record and step is logged in
+    order, every interval lasts 1 ms."""
+
+    def __init__(self, log: list) -> None:
+        class Event:
+            def record(self, stream: object) -> None:
+                log.append("event")
+
+            def synchronize(self) -> None:
+                log.append("sync")
+
+        self.Event = Event
+        self.get_current_stream = lambda: None
+        self.get_elapsed_time = lambda start, end: 1.0
+        self.cuda = self  # cupy.cuda.Event and cupy.cuda.get_elapsed_time alike
+
+
+class _FakeGate:
+    def __init__(self, log: list, gives_up: bool) -> None:
+        self.log, self.gives_up = log, gives_up
+
+    def hold(self) -> None:
+        self.log.append("hold")
+
+    def release(self) -> None:
+        self.log.append("release")
+
+    def gave_up(self) -> bool:
+        return self.gives_up
+
+
+def _steps(log: list, names: str) -> list:
+    return [(name, lambda name=name: log.append(name)) for name in names]
+
+
+@pytest.mark.parametrize("repeats", [1, 20, 41])
+def test_a_gated_batch_is_enqueued_behind_holds_the_queue_can_take(
+    monkeypatch: pytest.MonkeyPatch, repeats: int
+) -> None:
+    """Every repeat (flush, events, steps) is enqueued between a hold and its release, at
+    most GATE_COMMANDS commands a hold, all of them before the first wait for the GPU."""
+    from ncuflow import harness
+
+    log: list = []
+    monkeypatch.setattr(harness, "_cupy", lambda: _FakeCuda(log))
+    steps = _steps(log, "abc")
+    totals, per_step = harness.time_launches(
+        steps, repeats, lambda: log.append("flush"), _FakeGate(log, gives_up=False)
+    )
+    assert totals == [1.0] * repeats and all(len(v) == repeats for v in per_step.values())
+    assert log[-1] == "sync" and log.count("sync") == 1
+    held = "|".join(log[:-1]).split("|release")
+    assert held[-1] == "" and all(h.strip("|").startswith("hold") for h in held[:-1])
+    commands = [h.strip("|").split("|")[1:] for h in held[:-1]]
+    assert all(len(c) <= harness.GATE_COMMANDS for c in commands)
+    assert sum(c.count("flush") for c in commands) == repeats
+    repeat = ["flush", "event", "a", "event", "b", "event", "c", "event"]
+    assert [c for group in commands for c in group] == repeat * repeats
+
+
+@pytest.mark.parametrize("gives_up", [False, True])
+def test_a_batch_whose_gate_gave_up_is_timed_again_without_it(
+    monkeypatch: pytest.MonkeyPatch, gives_up: bool
+) -> None:
+    """A hold that ended by its time limit (a step waited for the stream) costs its batch:
+    timed again, and the configuration's other batches too, ungated; the record says so."""
+    from ncuflow import harness
+    from ncuflow.timing import TimingPolicy
+
+    log: list = []
+    monkeypatch.setattr(harness, "_cupy", lambda: _FakeCuda(log))
+    launcher = harness.Launcher(_steps(log, "ab"), {}, gated=True)
+    policy = TimingPolicy(warmup=0, min_repeats=20)
+    record = harness.time_config(launcher, policy, None, _FakeGate(log, gives_up))
+    assert record["gated"] is not gives_up and record["repeats"] == 20
+    assert log.count("hold") == 1  # 20 repeats of 6 commands fit in one
+    assert log.count("a") == 20 * (2 if gives_up else 1)
+    ungated = harness.Launcher(_steps(log, "ab"), {})
+    log.clear()
+    assert harness.time_config(ungated, policy, None, _FakeGate(log, False))["gated"] is False
+    assert "hold" not in log

@@ -16,6 +16,7 @@ from ncuflow.replay import (
     replay_profile,
     save_capture,
 )
+from ncuflow.vocab import ENQUEUE_METHOD
 
 NCU = info(CAPTURE)["settings"]["ncu"]  # what the capture's run asked ncu for
 
@@ -118,11 +119,12 @@ def _captured(variant: str = "naive") -> tuple[dict, dict]:
     )
 
 
-def test_a_replay_with_the_capture_own_settings_differs_in_nothing() -> None:
-    plan, measured = _captured()
+@pytest.mark.parametrize("variant", ["naive", "stream_k"])
+def test_a_replay_with_the_capture_own_settings_differs_in_nothing(variant: str) -> None:
+    """The capture's own plan gives every record's fingerprint (what today's settings
+    change is named in test_a_capture_timed_with_an_earlier_method_says_so)."""
+    plan, measured = _captured(variant)
     assert capture_mismatches(CAPTURE, NCU, plan, measured, list(measured)) == {}
-    for table in replayed("h100-sxm").values():  # the whole default study
-        assert table["capture_mismatch"].isna().all()
 
 
 def test_other_timing_seed_and_kernels_are_named_for_every_configuration() -> None:
@@ -225,11 +227,19 @@ def test_a_replay_reproduces_the_gpu_tables_value_for_value(capture: str) -> Non
         assert (table["status"] == gpu["status"]).all() and len(table) == len(gpu)
 
 
-def test_a_capture_timed_with_the_earlier_l2_flush_says_so() -> None:
+def test_a_capture_timed_with_an_earlier_method_says_so() -> None:
     """Captures from before the read flush (a memset that did not always evict the inputs)
-    are named as such on every measured row; the default study's own capture is not."""
-    why = 'timing.l2_flush null in the capture, "read 2x L2 (ld.global.cg)" here'
+    or before the gate (launches enqueued as the host went) are named as such on every
+    measured row, and nothing else is named where nothing else changed: the default
+    study's capture (timed before the gate) differs in that alone, but for stream_k's
+    grid, which follows the device's SM count."""
+    flush = 'timing.l2_flush null in the capture, "read 2x L2 (ld.global.cg)" here'
+    gate = f"timing.enqueue null in the capture, {json.dumps(ENQUEUE_METHOD)} here"
     for table in replayed("h100-sxm-classifier_layers").values():
         measured = table[table["status"] != "skipped"]
-        assert measured["capture_mismatch"].str.contains(why, regex=False).all()
-    assert all(t["capture_mismatch"].isna().all() for t in replayed("h100-sxm").values())
+        assert measured["capture_mismatch"].str.contains(flush, regex=False).all()
+    for table in replayed("h100-sxm").values():
+        measured = table[table["status"] != "skipped"]
+        grid = 'grid_facts null in the capture, {"sm_count": 132} here'
+        expected = measured["variant"].map({"stream_k": f"{gate}; {grid}"}).fillna(gate)
+        assert (measured["capture_mismatch"] == expected).all()

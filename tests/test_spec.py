@@ -1,3 +1,5 @@
+import json
+import re
 import shutil
 from pathlib import Path
 
@@ -215,4 +217,57 @@ def test_a_variant_cannot_be_like_one_that_is_like_another(family_copy: Path) ->
         .replace("matmul_stream_k", "matmul_again")
     )  # fmt: skip
     with pytest.raises(SpecError, match=r"is itself like another \(warptile\.cu\)"):
+        load_family(family_copy, "matmul")
+
+
+def _like_pair(kernels_dir: Path, inherited: list[str], own: list[str]) -> tuple[Path, Path]:
+    """matmul/child.cu, like shared/base.cu (outside the family: never loaded as a variant
+    itself), with these restrictions each; the two files' paths."""
+    base, child = kernels_dir / "shared" / "base.cu", kernels_dir / "matmul" / "child.cu"
+    base.parent.mkdir()
+    for path, head, restrictions in (
+        (base, "params: {TILE: 16}", inherited),
+        (child, "like: ../shared/base.cu", own),
+    ):
+        listed = "".join(f"\n  - {json.dumps(r)}" for r in restrictions)
+        path.write_text(
+            f"/*---\n{head}\nkernel: {path.stem}_kernel\nblock: TILE\ngrid: ceil_div(N, TILE)\n"
+            f"restrictions:{listed}\n---*/\n#ifndef TILE\n#define TILE 16\n#endif\n"
+            f"__global__ void {path.stem}_kernel() {{}}\n"
+        )
+    return base.resolve(), child.resolve()
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("TILE >= 1 and", "cannot parse expression"),
+        ("TILE", "'TILE' is not a condition"),
+        ("__import__('os')", "only these functions may be called"),
+        ("TILEE >= 1", r"'TILEE >= 1' uses unknown name\(s\) TILEE"),
+        ("ld_A >= TILE", r"unknown name\(s\) ld_A"),  # no row_alignment: no padded rows
+    ],
+)
+def test_a_wrong_inherited_restriction_is_named_in_the_file_it_comes_from(
+    family_copy: Path, bad: str, message: str
+) -> None:
+    """The error names the variant being loaded, then the restriction's place in the list
+    of the file it is like, not its place in the merged list."""
+    base, child = _like_pair(family_copy, ["TILE >= 1", bad], ["TILE <= 64"])
+    where = rf"{re.escape(str(child))}: restrictions\[1\] of {re.escape(str(base))} "
+    with pytest.raises(SpecError, match=rf"^{where}\(inherited through like\).* {message}"):
+        load_family(family_copy, "matmul")
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [("TILE <= 64 or", "cannot parse expression"), ("TILEE >= 1", r"unknown name\(s\) TILEE")],
+)
+def test_a_wrong_own_restriction_of_a_variant_like_another_is_named_in_its_own_list(
+    family_copy: Path, bad: str, message: str
+) -> None:
+    _, child = _like_pair(family_copy, ["TILE >= 1", "TILE % 4 == 0"], [bad])
+    with pytest.raises(
+        SpecError, match=rf"^{re.escape(str(child))}: restrictions\[0\](?! of).* {message}"
+    ):
         load_family(family_copy, "matmul")

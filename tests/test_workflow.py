@@ -14,6 +14,7 @@ import ncuflow
 from conftest import CAPTURES, ROOT, replayed
 from ncuflow.device import cuda_device
 from ncuflow.spec import STANDARD_FIGURES
+from ncuflow.vocab import ENQUEUE_METHOD
 
 REQUIRED = [
     "experiment", "family", "variant", "config_id", "dtype", "M", "N", "K", "BLOCK_X",
@@ -193,6 +194,7 @@ def test_a_replay_measured_otherwise_says_so_in_its_last_lines(workflow_copy: Pa
     assert warned == [
         "ncuflow: matmul_ladder: warning: 2 configurations replayed from a capture that "
         'differs from this config: ncu.clock_control "none" in the capture, "base" here; '
+        f"timing.enqueue null in the capture, {json.dumps(ENQUEUE_METHOD)} here; "
         "timing.min_repeats 20 in the capture, 10 here"
     ]
     table = pd.read_parquet(workflow_copy / "results" / "matmul_ladder" / "table.parquet")

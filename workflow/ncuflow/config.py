@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +20,7 @@ from .expand import PENDING, DeviceLimits, expand_variant, size_grid
 from .records import atomic_write
 from .spec import STANDARD_FIGURES, Family, SpecError, available_families, load_family, scalar_value
 from .strict import check_grid, check_sections, no_floats
-from .vocab import L2_FLUSH_METHOD
+from .vocab import ENQUEUE_METHOD, L2_FLUSH_METHOD
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 BUNDLED_KERNELS = Path(__file__).resolve().parents[2] / "kernels"  # the workflow's own
@@ -123,6 +125,15 @@ class Study:
         the host clock, never profiled), so that it runs beside the GPU jobs."""
         return int(self.experiments[experiment].family.variants[variant].runs_on == "gpu")
 
+    def threads(self, experiment: str, variant: str, cores: int | None) -> int:
+        """Cores a measure job of this variant holds: all of the machine's (up to
+        ``cores``, Snakemake's) for one timed by the host's clock, so that no job runs
+        beside it (its BLAS takes every core; jobs beside it would spread its times, and
+        it theirs), one otherwise."""
+        if self.gpus(experiment, variant):
+            return 1
+        return max(1, min(cores or sys.maxsize, os.cpu_count() or 1))
+
     def parts(self, experiment: str, variant: str) -> list[str]:
         """The jobs a variant's configurations are split into (p0, p1, ...), each of at most
         ``configurations_per_job`` pending ones, so that a long sweep spreads over GPUs."""
@@ -163,7 +174,11 @@ class Study:
             "kernels_dir": str(self.kernels_dir),
             "family_fingerprint": exp.family.fingerprint,
             "seed": self.config["seed"],
-            "timing": {**self.config["timing"], "l2_flush": L2_FLUSH_METHOD},
+            "timing": {
+                **self.config["timing"],
+                "l2_flush": L2_FLUSH_METHOD,
+                "enqueue": ENQUEUE_METHOD,
+            },
             "scalars": exp.scalars,
             "device_facts": DeviceLimits.from_config(self.config["device_limits"]).facts(),
             "configs": configs,

@@ -247,6 +247,10 @@ def expand_variant(
         restrictions.append(expr)
     in_dtype, out_dtype = variant.dtypes(dtype)
     facts = limits.facts()
+    # the device's facts its launches' geometry follows (a persistent grid of sm_count
+    # blocks): recorded per row, so that a measurement under other facts is not reused
+    named = {n for launch in variant.launches for _, e in launch.expressions("") for n in e.names}
+    grid_facts = {k: v for k, v in facts.items() if k in named}
     models = {
         k: e
         for k, e in (
@@ -297,6 +301,7 @@ def expand_variant(
                     "output_bytes": tensor_bytes(outputs, dims, in_dtype, out_dtype),
                     **({} if reason else {k: int(e(env)) for k, e in models.items()}),
                     "launches": launches if not reason else [],
+                    **({"grid_facts": grid_facts} if grid_facts else {}),
                 }
             )
     return rows

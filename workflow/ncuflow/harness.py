@@ -80,6 +80,9 @@ class Launcher:
     steps: list[tuple[str, Callable[[], None]]]
     attributes: dict[str, int]
     on_host: bool = False
+    # the steps only enqueue GPU work, so a batch may wait behind a gate (Gate); a step that
+    # moves host memory may wait for the stream, which a held stream would never reach
+    gated: bool = False
 
     def launch(self) -> None:
         for _, step in self.steps:
@@ -194,7 +197,9 @@ def build_launcher(
                            ("static_smem_bytes", kernel.shared_size_bytes),
                            ("local_bytes_per_thread", kernel.local_size_bytes)):  # fmt: skip
             attributes[key] = max(attributes.get(key, 0), int(value))
-    return Launcher(steps, attributes, on_host=variant.runs_on == "cpu")
+    on_device = all(t.memory == "device" for t in family.tensors.values())
+    return Launcher(steps, attributes, on_host=variant.runs_on == "cpu",
+                    gated=variant.runs_on == "gpu" and on_device)  # fmt: skip
 
 
 def _check_arch(arch: str) -> None:
@@ -309,24 +314,93 @@ def l2_flush() -> Callable[[], None]:
     sink = cp.zeros(1, dtype=cp.int32)
     kernel = cp.RawKernel(_L2_FLUSH_SOURCE, "ncuflow_l2_flush")
     grid, n = (4 * props["multiProcessorCount"],), np.int64(buffer.size // 4)
-    return functools.partial(kernel, grid, (512,), (buffer, n, sink))
+    flush = functools.partial(kernel, grid, (512,), (buffer, n, sink))
+    flush()  # compiled and loaded now, not inside the first timed batch (behind a gate)
+    return flush
+
+
+# Holds the stream while the host enqueues a batch of timed launches, so that the GPU runs
+# them back to back whatever the host is doing meanwhile (a host thread that falls behind
+# would open idle gaps inside the timed intervals): spins until the host writes its ticket
+# into page-locked memory (mapped: the same address on the device), or gives up after
+# limit_ns and says so, so that a step that waits for the stream cannot hang the batch.
+_GATE_SOURCE = r"""
+extern "C" __global__ void ncuflow_gate(volatile unsigned int* __restrict__ words,
+                                        unsigned int ticket, unsigned long long limit_ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    if (words[0] >= ticket) return;  // words[0]: the last ticket the host released
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < limit_ns);
+  words[1] = ticket;  // words[1]: the last ticket given up on
+}
+"""
+# Commands (launches and event records) enqueued behind one gate: few enough that the
+# stream's queue never fills while it is held (the host would block on a full queue).
+GATE_COMMANDS = 128
+GATE_LIMIT_S = 1.0
+
+
+class Gate:
+    """A kernel that holds the current stream until the host releases it (``hold``, then
+    the batch's launches, then ``release``); ``gave_up`` after the batch has finished says
+    whether any hold ended by its time limit instead (its batch may hold host gaps)."""
+
+    def __init__(self, limit_s: float = GATE_LIMIT_S) -> None:
+        cp = _cupy()
+        self._memory = cp.cuda.alloc_pinned_memory(8)
+        self._words = np.frombuffer(self._memory, dtype=np.uint32, count=2)
+        self._words[:] = 0
+        self._kernel = cp.RawKernel(_GATE_SOURCE, "ncuflow_gate")
+        self._limit_ns = np.uint64(limit_s * 1e9)
+        self._ticket = 0
+        self._first = 1
+        self.hold()  # compiled and loaded now, not inside the first batch; released at once
+        self.release()
+
+    def hold(self) -> None:
+        self._ticket += 1
+        args = (np.uint64(self._memory.ptr), np.uint32(self._ticket), self._limit_ns)
+        self._kernel((1,), (1,), args)
+
+    def release(self) -> None:
+        self._words[0] = self._ticket
+
+    def gave_up(self) -> bool:
+        """Whether a hold since the last call ended by its limit (call after a sync)."""
+        given_up = int(self._words[1]) >= self._first
+        self._first = self._ticket + 1
+        return given_up
 
 
 def time_launches(
-    steps: list[tuple[str, Callable[[], None]]], repeats: int, flush: Callable[[], None] | None
+    steps: list[tuple[str, Callable[[], None]]],
+    repeats: int,
+    flush: Callable[[], None] | None,
+    gate: Gate | None = None,
 ) -> tuple[list[float], dict[str, list[float]]]:
     """Milliseconds of each of ``repeats`` runs of the steps, between a pair of CUDA events,
-    and of each step alone (an event between consecutive steps)."""
+    and of each step alone (an event between consecutive steps). With a ``gate``, the
+    repeats are enqueued behind it, GATE_COMMANDS commands at a time."""
     cp = _cupy()
     stream = cp.cuda.get_current_stream()
     events = [[cp.cuda.Event() for _ in range(len(steps) + 1)] for _ in range(repeats)]
-    for marks in events:
-        if flush is not None:  # evict the inputs from L2, as ncu does before each profile
-            flush()
-        marks[0].record(stream)
-        for (_, step), mark in zip(steps, marks[1:], strict=True):
-            step()
-            mark.record(stream)
+    # a repeat: the flush, the steps and an event before and after each
+    per_hold = max(1, GATE_COMMANDS // (2 * len(steps) + 2)) if gate else repeats
+    for first in range(0, repeats, per_hold):
+        if gate is not None:
+            gate.hold()
+        for marks in events[first : first + per_hold]:
+            if flush is not None:  # evict the inputs from L2, as ncu does before each profile
+                flush()
+            marks[0].record(stream)
+            for (_, step), mark in zip(steps, marks[1:], strict=True):
+                step()
+                mark.record(stream)
+        if gate is not None:
+            gate.release()
     events[-1][-1].synchronize()
     totals = [float(cp.cuda.get_elapsed_time(m[0], m[-1])) for m in events]
     per_step = {name: [float(cp.cuda.get_elapsed_time(m[j], m[j + 1])) for m in events]
@@ -353,20 +427,31 @@ def time_host_calls(
 
 
 def time_config(
-    launcher: Launcher, policy: TimingPolicy, flush: Callable[[], None] | None
+    launcher: Launcher,
+    policy: TimingPolicy,
+    flush: Callable[[], None] | None,
+    gate: Gate | None = None,
 ) -> dict[str, Any]:
     """Warm up, then time in batches until the median is known within the policy's target
     (adaptive repeats); the record's timing fields, with each step's median where a
-    configuration makes several launches."""
+    configuration makes several launches. A GPU launcher's batches wait behind the ``gate``
+    while they are enqueued; should a hold end by its limit (a step waited for the stream,
+    or the host stalled for that long), that batch is timed again and the rest too without
+    it, and the record's ``gated`` says so."""
     for _ in range(policy.warmup):
         launcher.launch()
     steps: dict[str, list[float]] = {name: [] for name, _ in launcher.steps}
+    holding = gate if launcher.gated else None
 
     def batch(n: int) -> list[float]:
+        nonlocal holding
         if launcher.on_host:
             totals, per_step = time_host_calls(launcher.steps, n)
         else:
-            totals, per_step = time_launches(launcher.steps, n, flush)
+            totals, per_step = time_launches(launcher.steps, n, flush, holding)
+            if holding is not None and holding.gave_up():
+                holding = None
+                totals, per_step = time_launches(launcher.steps, n, flush)
         for name, values in per_step.items():
             steps[name] += values
         return totals
@@ -374,6 +459,8 @@ def time_config(
     times, note = adaptive_repeats(batch, policy)
     record = {**timing_stats(times), "repeats": len(times), "times_ms": times,
               "time_unstable": bool(note), "time_note": note}  # fmt: skip
+    if not launcher.on_host:
+        record["gated"] = holding is not None
     if len(steps) > 1:
         record["step_ms"] = {name: float(np.median(values)) for name, values in steps.items()}
     return record
@@ -408,6 +495,7 @@ def measure_config(
     problem: Problem,
     timing: dict[str, Any],
     flush: Callable[[], None] | None,
+    gate: Gate | None = None,
 ) -> dict[str, Any]:
     """Compile, check (poisoned outputs against the reference), then time one configuration."""
     build_errors, run_errors = _errors(variant)
@@ -430,7 +518,7 @@ def measure_config(
     if not outcome.ok:  # timed and profiled all the same, but never "best"
         record.update(status=WRONG_RESULT, error=outcome.message)
     try:
-        timed = time_config(launcher, TimingPolicy.from_config(timing), flush)
+        timed = time_config(launcher, TimingPolicy.from_config(timing), flush, gate)
     except run_errors as exc:
         return {**record, "status": LAUNCH_ERROR, "error": f"timed launch failed: {exc}"}
     return {**record, **timed}
@@ -488,14 +576,16 @@ def measure_worker(plan_path: Path, records_path: Path) -> int:
                 records_path, {"event": "done", "config_id": row["config_id"], "record": record}
             )
         return 0
-    device, flush = measured_on(variant.runs_on), None
-    if plan["timing"]["flush_l2"] and variant.runs_on == "gpu":
-        flush = l2_flush()
+    device, flush, gate = measured_on(variant.runs_on), None, None
+    if variant.runs_on == "gpu":
+        gate = Gate()
+        if plan["timing"]["flush_l2"]:
+            flush = l2_flush()
     for _, rows in _groups(todo):
         problem = _problem(plan, family, variant, rows[0], seed)
         for row in rows:
             records.append(records_path, {"event": "start", "config_id": row["config_id"]})
-            record = measure_config(family, variant, row, problem, plan["timing"], flush)
+            record = measure_config(family, variant, row, problem, plan["timing"], flush, gate)
             record.update(seed=seed, fingerprint=records.fingerprint(plan, row), device=device)
             records.append(
                 records_path, {"event": "done", "config_id": row["config_id"], "record": record}

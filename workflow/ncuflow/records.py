@@ -19,8 +19,8 @@ from . import __version__
 
 
 def fingerprint(plan: dict[str, Any], row: dict[str, Any]) -> str:
-    """What decides a measurement: kernel sources, the configuration, its dtype and
-    scalars, timing and seed."""
+    """What decides a measurement: kernel sources, the configuration (and the device facts
+    its launch geometry follows), its dtype and scalars, timing and seed."""
     key = {
         "ncuflow": __version__,
         "family": plan["family_fingerprint"],
@@ -30,6 +30,10 @@ def fingerprint(plan: dict[str, Any], row: dict[str, Any]) -> str:
         "timing": plan["timing"],
         "seed": plan["seed"],
     }
+    # only a row whose grid follows the device's facts has them (expand.py): the others
+    # keep the fingerprints they had before grids could
+    if "grid_facts" in row:
+        key["grid_facts"] = row["grid_facts"]
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 

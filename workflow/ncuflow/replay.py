@@ -180,9 +180,10 @@ def capture_mismatches(
 ) -> dict[str, str]:  # fmt: skip
     """Why each replayed configuration of ``plan`` may not be what this config would
     measure, by configuration id: its record's fingerprint (timing, seed, scalars, dtype,
-    kernel sources, ncuflow version) against this plan's, each difference named from the
-    capture's own plan and settings; and, for the ``profiled`` ones, the ncu settings. A
-    capture from before plans were kept gets one line that says so."""
+    the device facts a grid follows, kernel sources, ncuflow version) against this plan's,
+    each difference named from the capture's own plan and settings; and, for the
+    ``profiled`` ones, the ncu settings. A capture from before plans were kept gets one line
+    that says so."""
     meta = info(folder)
     settings = meta.get("settings") or {}
     ncu_found = _differences("ncu", settings["ncu"], ncu) if "ncu" in settings else []
@@ -202,6 +203,8 @@ def capture_mismatches(
                    *_differences("seed", old["seed"], plan["seed"]),
                    *_differences("scalars", old.get("scalars"), plan.get("scalars")),
                    *_differences("dtype", old_rows.get(cid, {}).get("dtype"), row.get("dtype")),
+                   *_differences("grid_facts", old_rows.get(cid, {}).get("grid_facts"),
+                                 row.get("grid_facts")),
                    *_differences("ncuflow", settings.get("ncuflow"), __version__)]  # fmt: skip
             if old["family_fingerprint"] != plan["family_fingerprint"]:
                 why.append(f"the kernel sources of family {plan['family']} changed since the "

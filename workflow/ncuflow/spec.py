@@ -20,7 +20,7 @@ import functools
 import hashlib
 import importlib.util
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -69,6 +69,15 @@ def names_device_facts(where: str) -> bool:
     """Whether the expression at ``where`` (a restriction, a launch's grid) may name the
     device's facts: a persistent kernel's grid is as many blocks as the GPU holds."""
     return where.startswith("restrictions") or where.rpartition(".")[2].startswith("grid[")
+
+
+def _restriction_where(i: int, inherited: int, like: Sequence[Path]) -> str:
+    """Where restriction ``i`` of a variant's merged list was written, as errors name it:
+    the first ``inherited`` in the file it is like, at their place in that file's list (the
+    "restrictions" prefix lets them name device facts), the others at theirs in its own."""
+    if i < inherited:
+        return f"restrictions[{i}] of {like[0]} (inherited through like)"
+    return f"restrictions[{i - inherited}]"
 
 
 def leading_dim(tensor: str) -> str:
@@ -362,8 +371,10 @@ class Variant:
     # inputs whose rows must start at a multiple of these bytes (vector loads, cp.async,
     # TMA): where they do not, the harness passes a row-padded copy, made by a timed step
     row_alignment: dict[str, int] = field(default_factory=dict)
-    # the variant files its declaration is like (their tunables and restrictions)
+    # the variant files its declaration is like (their tunables and restrictions), and how
+    # many of its restrictions, the first, come from them
     like: tuple[Path, ...] = ()
+    inherited_restrictions: int = 0
 
     @property
     def leading_dims(self) -> tuple[str, ...]:
@@ -389,7 +400,10 @@ class Variant:
         return self.path.read_text() if self.path.suffix == ".cu" else ""
 
     def expressions(self) -> list[tuple[str, Expr]]:
-        named = [(f"restrictions[{i}]", r) for i, r in enumerate(self.restrictions)]
+        named = [
+            (_restriction_where(i, self.inherited_restrictions, self.like), r)
+            for i, r in enumerate(self.restrictions)
+        ]
         several = len(self.launches) > 1
         for i, launch in enumerate(self.launches):
             named += launch.expressions(f"launches[{i}]." if several else "")
@@ -692,7 +706,10 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
     dims, dtype = view.dims, view.dtype
     source, data = _declaration(path)
     _check_keys(path, data, _VARIANT_KEYS)
+    own_restrictions = len(data.get("restrictions") or ())
     data, like = _like(path, data)
+    restrictions = data.get("restrictions") or ()
+    inherited_restrictions = len(restrictions) - own_restrictions
     # the text of the file this one is like (and of what it includes), where this one
     # includes it: its #ifndef defaults may stand there
     inherited = ""
@@ -794,7 +811,8 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
         params=dict(params),
         launches=launches,
         restrictions=tuple(
-            condition(f"{path}: restrictions", r) for r in data.get("restrictions") or ()
+            condition(f"{path}: {_restriction_where(i, inherited_restrictions, like)}", r)
+            for i, r in enumerate(restrictions)
         ),
         smem_optin=bool(data.get("smem_optin", False)),
         dtype=own_dtype,
@@ -811,6 +829,7 @@ def _load_variant(path: Path, family: str, view: _FamilyView) -> Variant:
         tensor_maps=tensor_maps,
         row_alignment=row_alignment,
         like=tuple(like),
+        inherited_restrictions=inherited_restrictions,
         **optional,
     )
     _check_names(path, variant, view)

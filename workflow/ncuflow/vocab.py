@@ -29,6 +29,11 @@ PROFILE_ERRORS = "profile_errors.json"
 # the size of L2 leaves only clean lines, where a memset (before 2026-11-24) left dirty
 # lines that were written back during the timed launch and made some times bimodal.
 L2_FLUSH_METHOD = "read 2x L2 (ld.global.cg)"
+# How a GPU variant's timed launches are enqueued, recorded beside it: behind a kernel that
+# holds the stream until a batch is enqueued, so that no host delay falls inside a timed
+# interval (before 2026-11-25 each launch ran as soon as the host enqueued it: a busy host
+# spread three short launches of 0.09 ms with a CV of 3 %).
+ENQUEUE_METHOD = "batches held behind a gate kernel until enqueued"
 
 # The profile worker opens one NVTX range per configuration, named by this prefix and the
 # configuration's id; ncu keeps to those ranges and the names map kernels back.

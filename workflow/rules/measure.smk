@@ -4,7 +4,8 @@
 # by the main process under .snakemake/ncuflow/plans/, named by a hash of its content: a
 # change to the grid, the sizes, the timing or the kernel sources (through the family
 # fingerprint) changes the name, so Snakemake measures and profiles again. The job keeps a
-# copy beside its records, and the facts of the GPU it ran on (device.json).
+# copy beside its records, and the facts of the GPU it ran on (device.json). A variant
+# timed by the host's clock holds every core, so that nothing runs beside it.
 
 
 rule measure:
@@ -16,6 +17,7 @@ rule measure:
         device="results/{experiment}/{variant}/{part}/device.json",
     log:
         "results/{experiment}/{variant}/{part}/logs/measure.log",
+    threads: lambda wc: STUDY.threads(wc.experiment, wc.variant, workflow.cores)
     resources:
         gpu=lambda wc: STUDY.gpus(wc.experiment, wc.variant),
     params:
