@@ -13,6 +13,13 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     )
 )
 
+
+# set just above, for the stages' own processes; declared, so that a job that runs elsewhere
+# (a cluster node) gets it too
+envvars:
+    "PYTHONPATH",
+
+
 from ncuflow.cli import command_line
 from ncuflow.console import quiet_scheduler
 from ncuflow.config import load_study

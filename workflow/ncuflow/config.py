@@ -122,7 +122,7 @@ class Study:
 
     def gpus(self, experiment: str, variant: str) -> int:
         """GPUs a job of this variant holds: none for one that runs on the host (timed with
-        the host clock, never profiled), so that it runs beside the GPU jobs."""
+        the host clock, never profiled; it holds the host's cores instead, threads())."""
         return int(self.experiments[experiment].family.variants[variant].runs_on == "gpu")
 
     def threads(self, experiment: str, variant: str, cores: int | None) -> int:
