@@ -12,15 +12,17 @@
 // without padding, and it zero-fills what lies outside the matrices, so no tile needs
 // bounds checks. The previous version copied the tiles with 16-byte cp.async (12 per thread
 // per k-tile, with their addresses): 393.8 TFLOP/s at 4096 on the H100, against 437.6 with
-// TMA and the same tiles and barriers (cuBLAS 760-773 in those runs; TUNING.md).
+// TMA and the same tiles and barriers (cuBLAS 760-773 in those probes; TUNING.md; the
+// default study's figures are in README.md).
 // No block barrier in the main loop: each stage has a second mbarrier, "empty", on which
-// every thread arrives once it has loaded its last fragments from the stage, and the
-// thread that refills a stage waits on it first; a warp never waits for the others, only
-// for its data. Fragments are double-buffered in registers, each k16 step loading the next
-// step's while its mmas run, and the last step of a tile issues its mmas before the wait
-// for the next tile and that tile's first fragments. With a barrier per k-tile instead,
-// one block of eight warps (128×256, four stages) ran at 434 TFLOP/s and two blocks of
-// four warps per SM (128×128) at 458-470; without, 479 and 468-472 (H100, 2026-11-24).
+// every thread arrives once it has loaded its last fragments from the stage, and the thread
+// that refills a stage waits on it first: only that thread's warp waits for the others, and
+// every other warp waits only for its data. Fragments are double-buffered in registers,
+// each k16 step loading the next step's while its mmas run, and the last step of a tile
+// issues its mmas before the wait for the next tile and that tile's first fragments. With a
+// barrier per k-tile instead, one block of eight warps (128×256, four stages) ran at 434
+// TFLOP/s and two blocks of four warps per SM (128×128) at 458-470; without, 479 and
+// 468-472 (H100 probes, 2026-11-24, TUNING.md).
 // Awkward sizes: a tensor map needs 16-byte aligned rows, which the declaration asks for
 // (row_alignment): where K or N is not a multiple of 8 ncuflow passes a copy of A or B with
 // rows padded to a multiple of 8 halves (timed with the configuration), and the maps

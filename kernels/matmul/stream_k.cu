@@ -10,18 +10,19 @@
 // tiles' slices, taken in order, split into equal runs, one per block ("Stream-K", Osama,
 // Merrill, Cecka, Garland and Owens, PPoPP 2023; the data-parallel + stream-K hybrid).
 // Every run is at least one tile's slices long, so a tile is split between at most two
-// blocks. The one whose run ends with the tile's first slices owns it; the other adds the
-// rest into the tile's slot of `partials` (in the owner's register order, 16-byte stores)
-// and sets the tile's flag with a release store. The owner computes its slices last in its
-// run, waits for the flag with acquire loads (the other block computed its part first in
-// its run: the flag has long been set), adds the partial read through L2, clears the flag
-// for the next launch (scratch starts zeroed) and writes C. The sum is always owner +
-// partial: deterministic.
+// blocks. The one whose run ends with the tile's first slices owns it; the other stores its
+// sum of the rest in the tile's slot of `partials` (in the owner's register order, 16-byte
+// stores) and sets the tile's flag with a release store. The owner computes its slices last
+// in its run, waits for the flag with acquire loads (the other block computed its part
+// first in its run: the flag has long been set), adds the partial read through L2, clears
+// the flag for the next launch (scratch starts zeroed) and writes C. The sum is always
+// owner + partial: deterministic.
 // Blocks wait only for blocks of higher index, dispatched after them, and only for the part
 // those compute first: with every block resident (the grid is the residency the
 // restrictions allow) nothing waits long, and were they not, nothing could wait forever.
-// Measured on the H100 (2026-11-24, through the pipeline): 47.3 TFLOP/s at 4096³ against
-// warptile's 46.4 and cuBLAS's 51.7; 37.0 at 2049 against warptile's 27.2 and cuBLAS's 37.7.
+// Measured on the H100 (2026-11-24, an earlier capture; TUNING.md): 47.3 TFLOP/s at 4096³
+// against warptile's 46.4 and cuBLAS's 51.7; 37.0 at 2049 against warptile's 27.2 and
+// cuBLAS's 37.7. The default study's figures are in README.md.
 // Tunables and restrictions: warptile's (like: warptile.cu). Analytic DRAM traffic:
 // warptile's; the partial tiles (at most one written and read per block, about 1 % of the
 // traffic at 4096³) are left out.
