@@ -1,6 +1,7 @@
 # ncuflow: verify, time and profile CUDA kernel variants under Nsight Compute.
 # Thin on purpose: config, validation and mode here; one stage per rule file; the logic
-# of every stage lives in the ncuflow package (workflow/ncuflow).
+# of every stage lives in the ncuflow package (workflow/ncuflow), in a folder named as its
+# rule (docs/design.md).
 import json
 import os
 import sys
@@ -20,15 +21,14 @@ envvars:
     "PYTHONPATH",
 
 
+from ncuflow.capture.folder import capture_dir
 from ncuflow.cli import command_line
 from ncuflow.console import quiet_scheduler
-from ncuflow.config import load_study
-from ncuflow.device import mode_line
+from ncuflow.device.mode import mode_line
 from ncuflow.errors import NcuflowError
-from ncuflow.replay import capture_dir
-from ncuflow.spec import STANDARD_FIGURES
-from ncuflow.records import write_if_changed
-from ncuflow.strict import read_config
+from ncuflow.files import read_config, write_if_changed
+from ncuflow.study.config import load_study
+from ncuflow.vocab import STANDARD_FIGURES
 
 # The workflow's own config.yaml is the default study; a --configfile on the command line
 # replaces it, and paths in a config file are relative to that file.
@@ -76,7 +76,7 @@ report: WORKFLOW / "workflow" / "report" / "workflow.rst"
 
 
 onsuccess:
-    from ncuflow.collect import status_line
+    from ncuflow.analyze.collect import status_line
 
     for _name in STUDY.experiments:
         _table = Path(f"results/{_name}/table.parquet")

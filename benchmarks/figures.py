@@ -20,9 +20,9 @@ sys.path.insert(0, str(ROOT / "workflow"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import replayed  # noqa: E402
-from ncuflow.plots import FIGURES, draw  # noqa: E402
+from ncuflow.report.figures import FIGURES, draw  # noqa: E402
+from ncuflow.report.summary import markdown, summarize  # noqa: E402
 from ncuflow.spec import load_family  # noqa: E402
-from ncuflow.summary import markdown, summarize  # noqa: E402
 
 DEVICE = {"name": "NVIDIA H100 80GB HBM3", "date": "2026-11-23", "replayed_from": "h100-sxm"}
 

@@ -26,7 +26,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from ncuflow.analysis import ladder  # noqa: E402
+from ncuflow.report.summary import ladder  # noqa: E402
 from ncuflow.spec import load_family  # noqa: E402
 
 FP32_TARGET_PCT, FP16_TARGET_PCT = 75.0, 15.0

@@ -26,7 +26,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from ncuflow.analysis import ladder  # noqa: E402
+from ncuflow.report.summary import ladder  # noqa: E402
 
 LAYERS = {
     "Classifier 1": ("classifier", {"Ni": 25088, "Nn": 4096}),

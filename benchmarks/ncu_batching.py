@@ -19,20 +19,20 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from ncuflow.config import load_study
-from ncuflow.harness import measure_stage
+from ncuflow.measure.stage import measure_stage
 from ncuflow.metrics import required_metrics
-from ncuflow.ncu_rep import read_report, write_long
-from ncuflow.profile import (
+from ncuflow.ncu import (
     NcuSettings,
     available_metrics,
     export_csv,
     find_ncu,
     ncu_command,
-    profile_stage,
     run_ncu,
-    worker_command,
 )
+from ncuflow.profile.report import read_report, write_long
+from ncuflow.profile.stage import profile_stage
+from ncuflow.profile.worker import worker_command
+from ncuflow.study.config import load_study
 
 
 def quiet(line: str) -> None:
@@ -47,9 +47,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         plan, measure = work / "plan.json", work / "measure.json"
-        plan.write_text(study.plan_json("ncu_batching", "naive"))
+        plan.write_text(study.plan("ncu_batching", "naive").to_json())
         measure_stage(plan, measure, quiet)
-        ids = [r["config_id"] for r in study.experiments["ncu_batching"].configs["naive"]]
+        ids = [r.config_id for r in study.experiments["ncu_batching"].configs["naive"]]
 
         started = time.perf_counter()
         one_process = NcuSettings("ncu", tuple(sections), "none", (), chunk_size=len(ids))

@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
@@ -21,7 +22,10 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [str(ROOT / "workflow"), os.environ.get("PYTHONPATH")])
 )
 
-from ncuflow.device import cuda_device  # noqa: E402
+from ncuflow.gpu import cuda_device  # noqa: E402
+
+if TYPE_CHECKING:
+    from ncuflow.study.config import Study
 
 CAPTURE = ROOT / "resources" / "captures" / "h100-sxm"
 # What a copy of the workflow needs to run somewhere else.
@@ -96,15 +100,12 @@ def _captured_grid(plan_path: Path, spec: dict | None) -> dict | None:
 
 
 @functools.cache
-def replayed(capture: str) -> dict[str, pd.DataFrame]:
-    """A capture's study replayed through the stages' functions (no Snakemake): its
-    collected table per experiment."""
+def replayed_study(capture: str) -> Study:
+    """The study a capture holds, narrowed to what the capture measured, over this tree's
+    kernels: what its replay plans."""
     import yaml
 
-    from ncuflow.collect import collect
-    from ncuflow.config import load_study
-    from ncuflow.derive import config_metrics
-    from ncuflow.replay import ncu_settings, replay_device, replay_measure, replay_profile
+    from ncuflow.study.config import load_study
 
     config = yaml.safe_load(STUDIES[capture].read_text())
     config["kernels_dir"] = str(ROOT / "kernels")
@@ -113,11 +114,41 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
         experiment["variants"] = {v: _captured_grid(kept / v / "plan.json", spec)
                                   for v, spec in experiment["variants"].items()
                                   if (kept / v).is_dir()}  # fmt: skip
-    study = load_study(config)
+    return load_study(config)
+
+
+def sources_changed(capture: str, experiment: str) -> bool:
+    """Whether the kernels of an experiment's family changed since the capture: the
+    fingerprint its plans hold against this tree's. A replay names the change on every row
+    (capture_mismatch); tests expect that line where it applies, so that editing a kernel (a
+    comment, say) on a machine without a GPU keeps them green."""
+    from ncuflow.plan import Plan
+    from ncuflow.spec import load_family
+
+    plan = Plan.load(next((CAPTURES / capture / experiment).glob("*/plan.json")))
+    return plan.family_fingerprint != load_family(ROOT / "kernels", plan.family).fingerprint
+
+
+def changed_sources_line(capture: str, experiment: str, family: str) -> str:
+    """``; the kernel sources of family ... changed since the capture`` where they did."""
+    if not sources_changed(capture, experiment):
+        return ""
+    return f"; the kernel sources of family {family} changed since the capture"
+
+
+@functools.cache
+def replayed(capture: str) -> dict[str, pd.DataFrame]:
+    """A capture's study replayed through the stages' functions (no Snakemake): its
+    collected table per experiment."""
+    from ncuflow.analyze.collect import collect
+    from ncuflow.analyze.derive import config_metrics
+    from ncuflow.runners.replay import ReplayRunner
+
+    study = replayed_study(capture)
     folder, work = CAPTURES / capture, Path(tempfile.mkdtemp(prefix=f"replay-{capture}-"))
-    replay_device(folder, work / "device.json")
-    ncu = study.config["ncu"]
-    replay = (folder, ncu_settings(ncu["sections"], ncu["clock_control"], ncu["extra_metrics"]))
+    runner = ReplayRunner(folder)
+    runner.device_facts(work / "device.json", None, lambda line: None)
+    replay = (folder, study.ncu.recorded())
     tables = {}
     for name in study.experiments:
         jobs = []
@@ -125,11 +156,14 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
             if experiment != name:
                 continue
             base = work / f"{experiment}.{variant}"
-            plan = study.plan(experiment, variant)
-            Path(f"{base}.plan.json").write_text(json.dumps(plan))
-            replay_measure(plan, folder, Path(f"{base}.measure.json"), lambda line: None)
-            replay_profile(plan, Path(f"{base}.measure.json"), folder,
-                           Path(f"{base}.long.parquet"), lambda line: None)  # fmt: skip
+            plan, plan_path = study.plan(experiment, variant), Path(f"{base}.plan.json")
+            plan_path.write_text(plan.to_json())
+            files = {s: Path(f"{base}.{s}") for s in ("measure.json", "device.json",
+                                                     "long.parquet")}  # fmt: skip
+            runner.measure(plan, plan_path, files["measure.json"], files["device.json"],
+                           lambda line: None)  # fmt: skip
+            runner.profile(plan, plan_path, files["measure.json"], files["long.parquet"], None,
+                           lambda line: None)  # fmt: skip
             long = pd.read_parquet(f"{base}.long.parquet")
             config_metrics(long).to_parquet(f"{base}.metrics.parquet")
             jobs.append(tuple(Path(f"{base}.{s}") for s in ("plan.json", "measure.json",
@@ -144,8 +178,8 @@ def measure_study(
     """Every (experiment, variant) of a study through the measure stage, each timed
     ``repeats`` times; the records by variant (plans and records stay in ``tmp_path``).
     ``config`` adds to the study's config (timing settings, device limits)."""
-    from ncuflow.config import load_study
-    from ncuflow.harness import measure_stage
+    from ncuflow.measure.stage import measure_stage
+    from ncuflow.study.config import load_study
 
     timing = {"warmup": 1, "min_repeats": repeats, "max_repeats": repeats,
               **config.pop("timing", {})}  # fmt: skip
@@ -154,7 +188,7 @@ def measure_study(
     found: dict[str, dict] = {}
     for experiment, variant in study.jobs():
         plan = tmp_path / f"{experiment}.{variant}.plan.json"
-        plan.write_text(study.plan_json(experiment, variant))
+        plan.write_text(study.plan(experiment, variant).to_json())
         out = tmp_path / f"{experiment}.{variant}.measure.json"
         measure_stage(plan, out, lambda line: None)
         found.setdefault(variant, {}).update(json.loads(out.read_text()))

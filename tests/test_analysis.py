@@ -5,7 +5,7 @@ import math
 import pytest
 
 from conftest import replayed
-from ncuflow.analysis import TIE_POINTS, classify
+from ncuflow.analyze.bound import TIE_POINTS, classify
 
 
 def _row(capture: str, experiment: str, variant: str, size: int, **params: int) -> dict:

@@ -1,6 +1,6 @@
 """Every bad config is refused before any GPU work with one message that names the key
 path and what is expected: never a traceback, never a silent pass. Each case is a config
-file as a user would write it (read with ncuflow.strict.read_config, then load_study)."""
+file as a user would write it (read with ncuflow.files.read_config, then load_study)."""
 
 import copy
 import subprocess
@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from ncuflow.config import load_study
 from ncuflow.errors import ConfigError
-from ncuflow.strict import read_config
+from ncuflow.files import read_config
+from ncuflow.study.config import load_study
 
 BASE = {
     "experiments": {

@@ -2,8 +2,6 @@
 its work, and has every kernel that ceilings.py launches; on the GPU, every ceiling is measured
 and is a finite, positive rate."""
 
-import datetime as dt
-import json
 import math
 import re
 import shutil
@@ -13,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from ncuflow import ceilings
+from ncuflow.device import ceilings
+from ncuflow.metrics import LEVELS
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-SOURCE = ROOT / "workflow" / "ncuflow" / "ceilings.cu"
-UNITS = {**dict.fromkeys(ceilings.MEMORY, "byte/s"), **dict.fromkeys(ceilings.COMPUTE, "FLOP/s")}
+SOURCE = ROOT / "workflow" / "ncuflow" / "device" / "ceilings.cu"
+UNITS = {name: "byte/s" if name in LEVELS else "FLOP/s" for name in ceilings.MEASURED}
 ENTRY_KEYS = {"value", "unit", "method", "repeats", "spread_pct"}
 
 
@@ -94,28 +93,6 @@ def test_ptx_keeps_the_work(tmp_path: Path) -> None:
     assert bodies["l2_read"].count("ld.global.cg.v4.f32") >= k["BATCH"]
     assert bodies["l1_read"].count("ld.global.nc.v4.f32") >= k["BATCH"]
     assert "ld.shared.v4.f32" in bodies["shared_read"]
-
-
-def test_main_writes_the_wrapper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ncuflow.device
-
-    entry = {"value": 1.0, "unit": "byte/s", "method": "m", "repeats": 20, "spread_pct": 0.5}
-    monkeypatch.setattr(ncuflow.device, "cuda_device", lambda: ("Some GPU", ""))
-    monkeypatch.setattr(ceilings, "measure_ceilings", lambda log: {"dram": entry})
-    out = tmp_path / "ceilings.json"
-    assert ceilings.main(["--out", str(out)]) == 0
-    document = json.loads(out.read_text())
-    assert document["device"] == "Some GPU"
-    assert document["ceilings"] == {"dram": entry}
-    dt.datetime.fromisoformat(document["date"])
-
-
-def test_main_without_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ncuflow.device
-
-    monkeypatch.setattr(ncuflow.device, "cuda_device", lambda: (None, "no device here"))
-    assert ceilings.main(["--out", str(tmp_path / "ceilings.json")]) == 1
-    assert not (tmp_path / "ceilings.json").exists()
 
 
 @pytest.mark.gpu

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from ncuflow.config import load_study
 from ncuflow.spec import available_families, load_family
+from ncuflow.study.config import load_study
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
@@ -32,8 +32,8 @@ def _used_params() -> dict[tuple[str, str], list[dict[str, int]]]:
             for variant, rows in experiment.configs.items():
                 seen = used.setdefault((experiment.family.name, variant), [])
                 for row in rows:
-                    if row["status"] == "pending" and row["params"] not in seen:
-                        seen.append(row["params"])
+                    if row.pending and row.params not in seen:
+                        seen.append(row.params)
     return used
 
 
@@ -102,7 +102,7 @@ def test_variant_compiles_with_nvrtc_as_the_harness_compiles_it(
 ) -> None:
     """The harness's own options (include folders of every included file, element types,
     the family hash): what CuPy hands NVRTC on the GPU machine."""
-    from ncuflow.harness import compile_options
+    from ncuflow.measure.build import compile_options
 
     family = load_family(kernels, family_name)
     variant = family.variants[variant_name]
@@ -121,16 +121,28 @@ def test_the_harness_row_padding_kernel_compiles_for_every_element_and_chunk(
     tmp_path: Path,
 ) -> None:
     """The copy behind row_alignment: each element size with each chunk a row may allow."""
-    from ncuflow.harness import _PAD_ROWS_SOURCE, _UNSIGNED
+    from ncuflow.measure.build import UNSIGNED, helper_source, pad_rows_name
 
     pairs = [(e, c) for e in (1, 2, 4, 8) for c in (1, 2, 4, 8, 16) if c >= e]
     source = tmp_path / "pad.cu"
-    source.write_text("#include <vector_types.h>\n" + _PAD_ROWS_SOURCE + "".join(
-        f"template __global__ void ncuflow_pad_rows<{_UNSIGNED[e]}, {_UNSIGNED[c]}>("
-        f"const {_UNSIGNED[e]}*, {_UNSIGNED[c]}*, long long, int, int);\n" for e, c in pairs
+    source.write_text("#include <vector_types.h>\n" + helper_source("pad_rows") + "".join(
+        f"template __global__ void {pad_rows_name(e, c)}("
+        f"const {UNSIGNED[e]}*, {UNSIGNED[c]}*, long long, int, int);\n" for e, c in pairs
     ))  # fmt: skip
     command = [NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-Xptxas", "-v",
                "-o", str(tmp_path / "pad.cubin"), str(source)]  # fmt: skip
     proc = subprocess.run(command, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("Compiling entry function") == len(pairs)
+
+
+@pytest.mark.parametrize("name", ["gate", "l2_flush"])
+def test_the_harness_timing_kernels_compile(tmp_path: Path, name: str) -> None:
+    """The gate that holds a batch of timed launches, and the L2 flush before each."""
+    from ncuflow.measure.build import helper_source
+
+    source = tmp_path / f"{name}.cu"
+    source.write_text(helper_source(name))
+    command = [NVCC, "-arch=sm_90", "-cubin", "-o", str(tmp_path / f"{name}.cubin"), str(source)]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

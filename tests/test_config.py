@@ -3,9 +3,9 @@ import copy
 import pytest
 
 from conftest import ROOT, minimal_config
-from ncuflow.config import load_study
 from ncuflow.errors import ConfigError
-from ncuflow.strict import read_config
+from ncuflow.files import read_config
+from ncuflow.study.config import load_study
 
 
 def test_defaults_are_filled_in() -> None:
@@ -30,9 +30,9 @@ def test_defaults_are_filled_in() -> None:
 def test_plan_carries_what_the_gpu_stages_need() -> None:
     study = load_study(minimal_config())
     plan = study.plan("sq", "naive")
-    assert plan["variant"] == "naive" and plan["family"] == "matmul"
-    assert len(plan["configs"]) == 4 and plan["timing"]["min_repeats"] == 20
-    assert len(plan["family_fingerprint"]) == 16
+    assert plan.variant == "naive" and plan.family == "matmul"
+    assert len(plan.configs) == 4 and plan.timing.min_repeats == 20
+    assert len(plan.family_fingerprint) == 16
 
 
 def test_a_variant_is_split_into_jobs_of_at_most_so_many_configurations() -> None:
@@ -41,16 +41,15 @@ def test_a_variant_is_split_into_jobs_of_at_most_so_many_configurations() -> Non
     config["configurations_per_job"] = 2
     study = load_study(config)
     plans = [study.plan("sq", "smem_tiled", part) for part in study.parts("sq", "smem_tiled")]
-    whole = study.plan("sq", "smem_tiled")["configs"]
-    pending = [row for row in whole if row["status"] == "pending"]
+    whole = study.plan("sq", "smem_tiled").configs
+    pending = [row for row in whole if row.pending]
     assert study.count() == (9, 6) and study.parts("sq", "smem_tiled") == ["p0", "p1", "p2"]
-    assert [[r["config_id"] for r in plan["configs"] if r["status"] == "pending"]
-            for plan in plans] == [[r["config_id"] for r in pending[i : i + 2]]
-                                   for i in (0, 2, 4)]  # fmt: skip
-    skipped = [row for row in whole if row["status"] == "skipped"]  # TILE=64: 4096 threads
-    assert len(skipped) == 3 and all(row in plans[0]["configs"] for row in skipped)
-    assert sum(len(plan["configs"]) for plan in plans) == len(whole)
-    assert [r for r in whole if r in plans[0]["configs"]] == plans[0]["configs"]  # grid order
+    assert [[r.config_id for r in plan.pending] for plan in plans] == [
+        [r.config_id for r in pending[i : i + 2]] for i in (0, 2, 4)]  # fmt: skip
+    skipped = [row for row in whole if not row.pending]  # TILE=64: 4096 threads
+    assert len(skipped) == 3 and all(row in plans[0].configs for row in skipped)
+    assert sum(len(plan.configs) for plan in plans) == len(whole)
+    assert tuple(r for r in whole if r in plans[0].configs) == plans[0].configs  # grid order
     config["configurations_per_job"] = 100
     assert load_study(config).parts("sq", "smem_tiled") == ["p0"]
 

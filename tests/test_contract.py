@@ -1,5 +1,5 @@
 """The widened family contract, on the CPU: a family defined only in the test tree
-(tests/data/kernels/gather, the README's example) measured for real by its host variant,
+(tests/data/kernels/gather, the guide's example) measured for real by its host variant,
 and every new declaration (tensors with their own dtypes and draws, scalars, per-output
 checks, sequences of launches, scratch buffers, required modules) with its errors."""
 
@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from ncuflow.collect import collect
-from ncuflow.config import load_study
-from ncuflow.derive import config_metrics
+from ncuflow.analyze.collect import collect
+from ncuflow.analyze.derive import config_metrics
 from ncuflow.errors import ConfigError, NcuflowError
-from ncuflow.expand import DeviceLimits, expand_variant
-from ncuflow.harness import measure_stage
-from ncuflow.problem import POISON_BITS, Problem, call_with, compare, draw, poisoned
+from ncuflow.measure.problem import POISON_BITS, Problem, call_with, compare, draw, poisoned
+from ncuflow.measure.stage import measure_stage
 from ncuflow.spec import Check, SpecError, Tensor, load_family
+from ncuflow.study.config import load_study
+from ncuflow.study.expand import DeviceLimits, expand_variant
 
 EXAMPLE = ROOT / "tests" / "data" / "kernels"
 
@@ -36,15 +36,13 @@ def _study(kernels: Path = EXAMPLE, **experiment: object) -> dict:
 @pytest.fixture
 def example_copy(tmp_path: Path) -> Path:
     shutil.copytree(EXAMPLE / "gather", tmp_path / "gather")
-    load_family.cache_clear()
-    yield tmp_path
-    load_family.cache_clear()
+    return tmp_path
 
 
 def _measure(tmp_path: Path, config: dict, variant: str = "numpy_gather") -> tuple[Path, Path]:
     study = load_study(config)
     plan, out = tmp_path / f"{variant}.plan.json", tmp_path / f"{variant}.measure.json"
-    plan.write_text(study.plan_json("g", variant))
+    plan.write_text(study.plan("g", variant).to_json())
     measure_stage(plan, out, lambda line: None)
     return plan, out
 
@@ -193,12 +191,12 @@ def test_launches_are_chosen_per_configuration_by_when(example_copy: Path) -> No
     family = load_family(example_copy, "gather")
     rows = expand_variant("e", family, family.variants["gather"], [{"n": 10, "m": 50},
                           {"n": 10, "m": 500}], {}, [], DeviceLimits(), "where")  # fmt: skip
-    assert [[g["name"] for g in r["launches"]] for r in rows] == [
+    assert [[g.name for g in r.launches] for r in rows] == [
         ["gather_scaled"], ["gather_zero_hits", "gather_scaled"]]  # fmt: skip
     wide = expand_variant("e", family, family.variants["gather"], [{"n": 10, "m": 500}],
                           {"BLOCK": 2048}, [], DeviceLimits(), "where")  # fmt: skip
-    assert wide[0]["status"] == "skipped"
-    assert wide[0]["error"].startswith("gather_zero_hits: block 2048×1×1 = 2048 threads exceeds")
+    assert wide[0].status == "skipped"
+    assert wide[0].error.startswith("gather_zero_hits: block 2048×1×1 = 2048 threads exceeds")
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -217,15 +215,15 @@ def _edit(path: Path, old: str, new: str) -> None:
         ("gather.cu", "params: {BLOCK: 256}", "params: {BLOCK: 256}\nscratch: {x: m}", "shadows"),
         ("numpy_gather.yaml", "library: count_hits", "kernel: count_hits", "belong to CUDA"),
         ("numpy_gather.yaml", "runs_on: cpu", "runs_on: cpu\nprofiled: true", "never profiled"),
-        ("numpy_gather.yaml", "runs_on: cpu", "runs_on: cpu\nrequires: [a-b]", "module names"),
+        ("numpy_gather.yaml", "runs_on: cpu", "runs_on: cpu\nrequires: [a-b]", "module name"),
         ("family.yaml", "{normal: [0.0, 1.0]}", "{normal: [0.0, -1.0]}", "needs std > 0"),
         ("family.yaml", "{normal: [0.0, 1.0]}", "{poisson: [1, 2]}", "unknown draw 'poisson'"),
         ("family.yaml", "check: exact", "check: {rel: 1}", "unknown check 'rel'"),
         ("family.yaml", "check: exact", "check: {max_abs: {float16: 1}}",
          "no tolerance for dtype float32"),
-        ("family.yaml", "dtype: int32, check", "dtype: int33, check", "'int33' is not one of"),
+        ("family.yaml", "dtype: int32, check", "dtype: int33, check", "'int33' is not a valid"),
         ("family.yaml", "value: 2.5", "value: hello", "'hello' is a str, expected a float32"),
-        ("family.yaml", "index_type: int64", "index_type: int16", "index_type 'int16'"),
+        ("family.yaml", "index_type: int64", "index_type: int16", "index_type: 'int16' is not"),
         ("family.yaml", "merit: bytes", "merit: bytes\norder: [nope]", "order names unknown"),
         ("family.yaml", "merit: bytes", "merit: bytes\nfigures: {roofline: {y: n, label: x}}",
          "every experiment draws roofline"),
@@ -275,4 +273,4 @@ def test_dimensions_beyond_the_index_type_are_refused() -> None:
 def test_a_list_of_size_grids_is_their_union_in_order() -> None:
     config = _study(sizes=[{"n": [8, 16], "m": 4}, {"n": 8, "m": [4, 5]}])
     rows = load_study(config).experiments["g"].configs["numpy_gather"]
-    assert [r["dims"] for r in rows] == [{"n": 8, "m": 4}, {"n": 16, "m": 4}, {"n": 8, "m": 5}]
+    assert [r.dims for r in rows] == [{"n": 8, "m": 4}, {"n": 16, "m": 4}, {"n": 8, "m": 5}]

@@ -1,11 +1,12 @@
 import pytest
 
 from conftest import ROOT
-from ncuflow.device import facts_differences
+from ncuflow.device.facts import facts_differences
 from ncuflow.errors import ConfigError
-from ncuflow.expand import PENDING, SKIPPED, DeviceLimits, config_id, expand_variant, size_grid
-from ncuflow.records import fingerprint
+from ncuflow.plan import LaunchGeometry, Plan, Timing
 from ncuflow.spec import load_family
+from ncuflow.study.expand import DeviceLimits, config_id, expand_variant, size_grid
+from ncuflow.vocab import PENDING, SKIPPED
 
 FAMILY = load_family(ROOT / "kernels", "matmul")
 
@@ -60,30 +61,28 @@ def _expand(variant: str, params: dict, restrictions=(), limits=H100):
 
 def test_expansion_keeps_failing_combinations_as_skipped_rows_with_reasons() -> None:
     rows = _expand("smem_tiled", {"TILE": [16, 32, 64]})
-    assert [r["status"] for r in rows] == [PENDING, PENDING, SKIPPED]
-    assert "4096 threads exceeds the device limit of 1024" in rows[2]["error"]
-    assert rows[0]["launches"] == [
-        {"name": "matmul_smem_tiled", "block": (16, 16, 1), "grid": (64, 64, 1), "dynamic_smem": 0}
-    ]
-    assert rows[0]["flops"] == 2 * 1023**3
-    assert rows[0]["min_bytes"] == 3 * 1023 * 1023 * 4
+    assert [r.status for r in rows] == [PENDING, PENDING, SKIPPED]
+    assert "4096 threads exceeds the device limit of 1024" in rows[2].error
+    assert rows[0].launches == (LaunchGeometry("matmul_smem_tiled", (16, 16, 1), (64, 64, 1), 0),)
+    assert rows[0].flops == 2 * 1023**3
+    assert rows[0].min_bytes == 3 * 1023 * 1023 * 4
 
 
 def test_restrictions_from_the_experiment_apply_too() -> None:
     rows = _expand("naive", {"BLOCK_X": [8, 32], "BLOCK_Y": [8]}, ["BLOCK_X >= 16"])
-    assert [r["status"] for r in rows] == [SKIPPED, PENDING]
-    assert rows[0]["error"] == "restriction 'BLOCK_X >= 16' is false (BLOCK_X=8)"
+    assert [r.status for r in rows] == [SKIPPED, PENDING]
+    assert rows[0].error == "restriction 'BLOCK_X >= 16' is false (BLOCK_X=8)"
 
 
 def test_restrictions_may_name_the_device_facts_of_the_config() -> None:
     fits = ["BLOCK_X * BLOCK_Y * 2 <= max_threads_per_sm", "BLOCK_X * 4 + 16 <= sm_count"]
     rows = _expand("naive", {"BLOCK_X": [32], "BLOCK_Y": [32]}, fits)  # the H100's by default
     assert (
-        rows[0]["error"]
+        rows[0].error
         == "restriction 'BLOCK_X * 4 + 16 <= sm_count' is false (BLOCK_X=32, sm_count=132)"
     )
     rows = _expand("naive", {"BLOCK_X": [32], "BLOCK_Y": [32]}, fits, DeviceLimits(sm_count=144))
-    assert rows[0]["status"] == PENDING
+    assert rows[0].status == PENDING
     assert DeviceLimits().facts() == {"sm_count": 132, "max_threads_per_sm": 2048,
                                       "smem_per_sm": 233472}  # fmt: skip
 
@@ -101,8 +100,8 @@ def test_a_job_says_which_device_facts_its_gpu_has_otherwise() -> None:
 def test_shared_memory_limit_without_opt_in() -> None:
     small = DeviceLimits(max_static_smem_per_block=4096)
     rows = _expand("smem_tiled", {"TILE": [16, 32]}, limits=small)
-    assert [r["status"] for r in rows] == [PENDING, SKIPPED]
-    assert "static shared memory 8192 B exceeds the 4096 B" in rows[1]["error"]
+    assert [r.status for r in rows] == [PENDING, SKIPPED]
+    assert "static shared memory 8192 B exceeds the 4096 B" in rows[1].error
 
 
 def test_unknown_parameter_names_the_valid_ones() -> None:
@@ -112,8 +111,8 @@ def test_unknown_parameter_names_the_valid_ones() -> None:
 
 def test_library_variants_have_one_configuration_per_size() -> None:
     rows = _expand("cublas_fp32", {})
-    assert len(rows) == 1 and rows[0]["config_id"] == "M=1023_N=1023_K=1023"
-    assert rows[0]["status"] == PENDING and rows[0]["launches"] == [{"name": "cublas_matmul"}]
+    assert len(rows) == 1 and rows[0].config_id == "M=1023_N=1023_K=1023"
+    assert rows[0].status == PENDING and rows[0].launches == (LaunchGeometry("cublas_matmul"),)
 
 
 def test_a_persistent_grid_is_as_many_blocks_as_the_planned_gpu_holds() -> None:
@@ -122,7 +121,7 @@ def test_a_persistent_grid_is_as_many_blocks_as_the_planned_gpu_holds() -> None:
     sizes = [{"M": 4096, "N": 4096, "K": 4096}, {"M": 300, "N": 517, "K": 129}]
     params = {"BN": [128], "MIN_BLOCKS": [2]}
     grids = [
-        [row["launches"][0]["grid"] for row in expand_variant(
+        [row.launches[0].grid for row in expand_variant(
             "e", FAMILY, FAMILY.variants["stream_k"], sizes, params, (), limits, "where")]
         for limits in (H100, DeviceLimits(sm_count=114))
     ]  # fmt: skip
@@ -133,13 +132,12 @@ def test_a_measurement_under_other_device_facts_is_not_reused_where_the_grid_fol
     """Records are reused on resume by fingerprint: stream_k's (its grid names sm_count)
     differ between a plan for 132 and one for 114 SMs, warptile's (fixed grid) do not."""
     size = [{"M": 2049, "N": 2049, "K": 2049}]
-    plan = {"family_fingerprint": "f", "variant": "v", "scalars": None, "timing": {},
-            "seed": 1}  # fmt: skip
+    plan = Plan("e", "matmul", "v", "kernels", "f", 1, Timing(), {}, ())
 
     def prints(variant: str) -> list[str]:
         return [
-            fingerprint(plan, expand_variant("e", FAMILY, FAMILY.variants[variant], size,
-                                             {}, (), limits, "where")[0])
+            plan.fingerprint(expand_variant("e", FAMILY, FAMILY.variants[variant], size,
+                                            {}, (), limits, "where")[0])
             for limits in (H100, DeviceLimits(sm_count=114))
         ]  # fmt: skip
 
@@ -148,4 +146,4 @@ def test_a_measurement_under_other_device_facts_is_not_reused_where_the_grid_fol
     first, other = prints("warptile")
     assert first == other
     row = expand_variant("e", FAMILY, FAMILY.variants["warptile"], size, {}, (), H100, "w")[0]
-    assert "grid_facts" not in row  # its fingerprint as before (test_replay: as captured)
+    assert row.grid_facts is None  # its fingerprint as before (test_replay: as captured)

@@ -1,6 +1,7 @@
 """On the GPU (pytest -m gpu, run on the GPU machine): every variant against the float64
 reference at divisible and non-divisible sizes, faulty kernels caught, one ncu process."""
 
+import dataclasses
 import json
 import os
 import re
@@ -15,10 +16,10 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, measure_study, variants_as_run
-from ncuflow.config import load_study
-from ncuflow.derive import config_metrics
-from ncuflow.profile import NcuSettings, profile_stage
+from ncuflow.analyze.derive import config_metrics
+from ncuflow.profile.stage import profile_stage
 from ncuflow.spec import load_family
+from ncuflow.study.config import load_study
 
 pytestmark = pytest.mark.gpu
 
@@ -116,8 +117,7 @@ def test_one_ncu_process_profiles_every_ok_configuration(tmp_path: Path, kernels
     csv_path = tmp_path / "raw.csv"
     long_path = tmp_path / "ncu_long.parquet"
     study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
-    ncu = study.config["ncu"]
-    settings = NcuSettings(ncu["path"], tuple(ncu["sections"]), ncu["clock_control"], (), 2)
+    settings = dataclasses.replace(study.ncu, chunk_size=2)
     profile_stage(plan, measure, long_path, csv_path, settings, lambda line: None)
     chunks = sorted((tmp_path / "profile_chunks").glob("chunk_*.ncu-rep"))
     assert len(chunks) == 2 and csv_path.stat().st_size > 0  # 4 configurations, 2 per ncu
@@ -139,7 +139,8 @@ def test_a_profile_killed_midway_profiles_only_the_missing_chunks(
     _measure(tmp_path, kernels, experiments)
     plan, measure = tmp_path / "k.naive.plan.json", tmp_path / "k.naive.measure.json"
     paths = {"long": tmp_path / "ncu_long.parquet", "csv": tmp_path / "raw.csv"}
-    ncu = load_study({"kernels_dir": str(kernels), "experiments": experiments}).config["ncu"]
+    study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
+    ncu = study.config["ncu"]
     command = [sys.executable, "-m", "ncuflow", "profile", "--plan", str(plan), "--measure",
                str(measure), "--long", str(paths["long"]), "--csv", str(paths["csv"]),
                "--mode", "gpu", "--ncu", ncu["path"], "--chunk-size", "1",
@@ -153,7 +154,7 @@ def test_a_profile_killed_midway_profiles_only_the_missing_chunks(
     first.wait()
     assert done.is_file() and not paths["long"].exists()  # killed before the end
     lines: list[str] = []
-    settings = NcuSettings(ncu["path"], tuple(ncu["sections"]), ncu["clock_control"], (), 1)
+    settings = dataclasses.replace(study.ncu, chunk_size=1)
     profile_stage(plan, measure, paths["long"], paths["csv"], settings, lines.append)
     kept = [line for line in lines if "profiled by an earlier run, kept" in line]
     profiled = [line for line in lines if line.startswith("ncu took")]
@@ -173,7 +174,7 @@ def test_stream_k_sums_its_split_tiles_alike_every_launch_and_clears_its_flags(
     import cupy as cp
     import numpy as np
 
-    from ncuflow.harness import compile_options
+    from ncuflow.measure.build import compile_options
 
     family = load_family(kernels, "matmul")
     variant = family.variants["stream_k"]
@@ -218,7 +219,7 @@ def test_the_gate_keeps_host_delays_out_of_the_timed_intervals() -> None:
     import cupy as cp
     import numpy as np
 
-    from ncuflow.harness import Gate, time_launches
+    from ncuflow.measure.clock import Gate, time_launches
 
     x = cp.ones(1 << 20, dtype=cp.float32)
 

@@ -4,6 +4,7 @@ the same kernel done right (FAULT 0), under timing and under ncu. Every good
 configuration is measured and profiled, every bad one recorded with its status, and the
 sweep ends within a bound: each of the two hanging configurations costs TIMEOUT_S."""
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -12,8 +13,8 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, measure_study
-from ncuflow.config import load_study
-from ncuflow.profile import NcuSettings, profile_stage
+from ncuflow.profile.stage import profile_stage
+from ncuflow.study.config import load_study
 
 pytestmark = pytest.mark.gpu
 
@@ -42,8 +43,7 @@ def test_a_faulty_sweep_ends_with_every_status_right(tmp_path: Path) -> None:
     assert elapsed < BOUND_S, f"the sweep took {elapsed:.0f} s"
     study = load_study({"kernels_dir": str(KERNELS), "device_limits": LIMITS,
                         "experiments": EXPERIMENTS})  # fmt: skip
-    ncu = study.config["ncu"]
-    settings = NcuSettings(ncu["path"], tuple(ncu["sections"]), ncu["clock_control"], (), 2)
+    settings = dataclasses.replace(study.ncu, chunk_size=2)
     out = tmp_path / "ncu_long.parquet"
     profile_stage(tmp_path / "f.faults.plan.json", tmp_path / "f.faults.measure.json", out,
                   tmp_path / "raw.csv", settings, lambda line: None)  # fmt: skip

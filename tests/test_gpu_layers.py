@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, measure_study, variants_as_run
-from ncuflow.config import load_study
-from ncuflow.derive import config_metrics
-from ncuflow.harness import missing_modules
-from ncuflow.profile import NcuSettings, profile_stage
+from ncuflow.analyze.derive import config_metrics
+from ncuflow.measure.worker import missing_modules
+from ncuflow.profile.stage import profile_stage
 from ncuflow.spec import load_family
+from ncuflow.study.config import load_study
 
 pytestmark = pytest.mark.gpu
 
@@ -68,11 +68,9 @@ def test_the_launches_of_a_configuration_are_profiled_together(tmp_path: Path) -
                          "variants": {"gather": None}}}  # fmt: skip
     found = _measure(tmp_path, kernels, experiments)["gather"]
     study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
-    ncu = study.config["ncu"]
     long_path = tmp_path / "ncu_long.parquet"
-    settings = NcuSettings(ncu["path"], tuple(ncu["sections"]), ncu["clock_control"])
     profile_stage(tmp_path / "g.gather.plan.json", tmp_path / "g.gather.measure.json", long_path,
-                  tmp_path / "raw.csv", settings, lambda line: None)  # fmt: skip
+                  tmp_path / "raw.csv", study.ncu, lambda line: None)  # fmt: skip
     metrics = config_metrics(pd.read_parquet(long_path))
     assert sorted(metrics["config_id"]) == sorted(found)
     assert (metrics["ncu_kernels"] == 2).all()

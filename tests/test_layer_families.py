@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from ncuflow.collect import family_columns
-from ncuflow.config import load_study
+from ncuflow.analyze.collect import family_columns
 from ncuflow.spec import load_family
+from ncuflow.study.config import load_study
 
 KERNELS = ROOT / "kernels"
 
@@ -123,7 +123,7 @@ def test_the_layer_study_runs_the_four_layers_at_both_batches() -> None:
                          ("conv", {(64, 224), (512, 14)})):  # fmt: skip
         experiment = study.experiments[name]
         assert set(experiment.variants) == set(experiment.family.variants)
-        dims = [r["dims"] for rows in experiment.configs.values() for r in rows]
+        dims = [r.dims for rows in experiment.configs.values() for r in rows]
         key = ("Ni", "Nn") if name == "classifier" else ("Ni", "Nx")
         assert {tuple(d[k] for k in key) for d in dims} == layers
         assert {d["B"] for d in dims} == {1, 16}
@@ -134,8 +134,8 @@ def test_a_batch_the_tensor_core_variant_cannot_take_is_a_skipped_row() -> None:
         "family": "classifier", "sizes": {"Ni": 4096, "Nn": 1024, "B": [3, 16]},
         "variants": {"wmma_batched": None}}}}  # fmt: skip
     rows = load_study(config).experiments["c"].configs["wmma_batched"]
-    assert [r["status"] for r in rows] == ["skipped", "pending"]
-    assert "B % 16 == 0" in rows[0]["error"] and "(B=3)" in rows[0]["error"]
+    assert [r.status for r in rows] == ["skipped", "pending"]
+    assert "B % 16 == 0" in rows[0].error and "(B=3)" in rows[0].error
 
 
 def test_a_study_file_names_its_own_capture() -> None:

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 import stat
@@ -8,27 +9,28 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from ncuflow import profile
 from ncuflow.errors import NcuflowError
 from ncuflow.metrics import required_metrics
-from ncuflow.ncu_rep import write_long
-from ncuflow.profile import (
+from ncuflow.ncu import (
     PERMISSION_HELP,
     NcuSettings,
     ProfileFailed,
     available_metrics,
     find_ncu,
     ncu_command,
-    profile_stage,
     run_ncu,
 )
+from ncuflow.plan import Plan
+from ncuflow.profile.report import write_long
+from ncuflow.profile.stage import profile_stage
+from ncuflow.profile.worker import worker_command
 
 
 def test_one_command_profiles_every_configuration_range() -> None:
+    worker = worker_command(Path("plan.json"), Path("measure.json"))
     command = ncu_command(
         "ncu", Path("out/profile"), ["SpeedOfLight", "Occupancy"], "none",
-        [*required_metrics(), "sm__x.sum"],
-        ["python", "-m", "ncuflow.harness", "profile-worker", "plan.json", "measure.json"],
+        [*required_metrics(), "sm__x.sum"], worker,
     )  # fmt: skip
     text = " ".join(command)
     assert "--nvtx --nvtx-include regex:ncuflow_.*/" in text
@@ -44,8 +46,8 @@ def test_one_command_profiles_every_configuration_range() -> None:
                    "l1tex__lsu_writeback_active_mem_lgds.sum",
                    "lts__t_sectors_srcunit_tex_op_write.sum"):  # fmt: skip
         assert metric in metrics
-    assert command[-6:] == ["python", "-m", "ncuflow.harness", "profile-worker", "plan.json",
-                            "measure.json"]  # fmt: skip
+    assert command[-len(worker) :] == worker
+    assert worker[1:] == ["-m", "ncuflow.profile.worker", "plan.json", "measure.json"]
 
 
 def test_missing_ncu_says_how_to_point_at_it() -> None:
@@ -110,41 +112,35 @@ def test_an_ncu_that_hangs_is_killed_at_its_limit(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
 
 
-def _chunked(tmp_path: Path, fail: set[int], calls: list[list[str]], monkeypatch) -> Path:
+def _chunked(tmp_path: Path, fail: set[int], calls: list[list[str]]) -> Path:
     """The profile stage over the ladder capture's naive variant, with ncu replaced by a
-    stand-in that serves each chunk the capture's values (or fails on chunks ``fail``)."""
+    stand-in profiler that serves each chunk the capture's values (or fails on chunks
+    ``fail``)."""
     capture = ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder" / "naive"
-    measured = json.loads((capture / "measure.json").read_text())
+    plan = Plan.load(capture / "plan.json")
+    plan = dataclasses.replace(plan, kernels_dir=str(ROOT / "kernels"))
     long = pd.read_parquet(capture / "ncu_long.parquet")
-    plan = {"experiment": "matmul_ladder", "family": "matmul", "variant": "naive",
-            "kernels_dir": str(ROOT / "kernels"), "timing": {"budget_s": 2, "warmup": 3},
-            "configs": [{"config_id": c, "status": "pending", "flops": 1, "min_bytes": 1}
-                        for c in measured]}  # fmt: skip
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
-    (tmp_path / "measure.json").write_text(json.dumps(measured))
+    (tmp_path / "plan.json").write_text(plan.to_json())
+    (tmp_path / "measure.json").write_text((capture / "measure.json").read_text())
 
-    def fake_chunk(ncu, plan_path, measure, base, chunk, *args):
+    def stand_in(base: Path, chunk: list[str], target: list[str], limit: float) -> dict:
         calls.append(list(chunk))
+        assert target == worker_command(tmp_path / "plan.json", tmp_path / "measure.json", chunk)
         if len(calls) - 1 in fail:
             return {c: "ncu failed (exit code 9): ==ERROR== stand-in" for c in chunk}
         write_long(long[long["config_id"].isin(chunk)], base.with_suffix(".parquet"))
         base.with_suffix(".csv").write_text("ID,metric\n" + "".join(f"{c},1\n" for c in chunk))
         return {}
 
-    monkeypatch.setattr(profile, "_profile_chunk", fake_chunk)
-    monkeypatch.setattr(profile, "find_ncu", lambda path: path)
-    monkeypatch.setattr(profile, "available_metrics", lambda ncu, wanted, log: wanted)
     out = tmp_path / "ncu_long.parquet"
     profile_stage(tmp_path / "plan.json", tmp_path / "measure.json", out, tmp_path / "raw.csv",
-                  NcuSettings(chunk_size=3), lambda line: None)  # fmt: skip
+                  NcuSettings(chunk_size=3), lambda line: None, stand_in)  # fmt: skip
     return out
 
 
-def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(tmp_path: Path) -> None:
     calls: list[list[str]] = []
-    out = _chunked(tmp_path, {1}, calls, monkeypatch)  # 4 configurations: chunks of 3 and 1
+    out = _chunked(tmp_path, {1}, calls)  # 4 configurations: chunks of 3 and 1
     assert [len(c) for c in calls] == [3, 1]
     errors = json.loads((tmp_path / "profile_errors.json").read_text())
     assert list(errors) == calls[1] and "stand-in" in errors[calls[1][0]]
@@ -152,7 +148,7 @@ def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(
     assert (tmp_path / "raw.csv").read_text().count("ID,metric") == 1
     # an earlier run's chunks are kept: only the failed one is profiled again
     again: list[list[str]] = []
-    out = _chunked(tmp_path, set(), again, monkeypatch)
+    out = _chunked(tmp_path, set(), again)
     assert again == [calls[1]]
     assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
     assert set(pd.read_parquet(out)["config_id"]) == set(calls[0] + calls[1])

@@ -12,10 +12,12 @@ import pytest
 
 import ncuflow
 from conftest import CAPTURES, ROOT, replayed
-from ncuflow.compare import run as compare_runs
-from ncuflow.plots import FIGURES, Styles, _size_ticks, draw, near_sizes, prefixed
-from ncuflow.spec import STANDARD_FIGURES, load_family
-from ncuflow.summary import markdown, summarize
+from ncuflow.report.compare import run as compare_runs
+from ncuflow.report.figures import FIGURES, draw
+from ncuflow.report.style import Styles, near_sizes, prefixed, size_ticks
+from ncuflow.report.summary import markdown, summarize
+from ncuflow.spec import load_family
+from ncuflow.vocab import STANDARD_FIGURES
 
 MATMUL = load_family(ROOT / "kernels", "matmul")
 DEVICE = {"name": "NVIDIA H100 80GB HBM3", "date": "2026-11-23", "replayed_from": "h100-sxm"}
@@ -98,7 +100,7 @@ def test_a_size_next_to_another_keeps_its_tick_not_its_label() -> None:
 
     fig, ax = plt.subplots()
     ax.set_xscale("log", base=2)
-    _size_ticks(ax, pd.Series([1024, 2048, 2049, 4096]))
+    size_ticks(ax, pd.Series([1024, 2048, 2049, 4096]))
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1024", "2048", "", "4096"]
     plt.close(fig)
     assert near_sizes(pd.Series([4096, 2049, 1024, 2048, 2050])) == [2049.0, 2050.0]

@@ -1,4 +1,4 @@
-"""One GPU per GPU job (ncuflow.slots), on a CPU machine: a stand-in nvidia-smi lists two
+"""One GPU per GPU job (ncuflow.measure.slots), on a CPU machine: a stand-in nvidia-smi lists two
 GPUs, and jobs are processes that claim one and hold it."""
 
 import json
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from ncuflow import slots
+from ncuflow.measure import slots
 
 CLAIM = """
 import os, sys, time
-from ncuflow import slots
+from ncuflow.measure import slots
 token = slots.claim_gpu(lambda line: print(line, flush=True), poll_s=0.05)
 print("claimed", token, os.environ.get("CUDA_VISIBLE_DEVICES"), flush=True)
 time.sleep(float(sys.argv[1]))
@@ -89,7 +89,7 @@ def test_a_machine_without_gpus_claims_nothing(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_each_device_the_jobs_ran_on_gets_its_own_facts(tmp_path: Path) -> None:
-    from ncuflow.device import write_devices
+    from ncuflow.device.facts import write_devices
 
     jobs = []
     for i, device in enumerate(["NVIDIA H200 (GPU-aaaa)", "NVIDIA H200 (GPU-bbbb)",

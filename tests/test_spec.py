@@ -7,14 +7,13 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from ncuflow.problem import Problem
+from ncuflow.measure.problem import Problem
 from ncuflow.spec import SpecError, load_family, storage_dtype
 
 
 @pytest.fixture
 def family_copy(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "kernels" / "matmul", tmp_path / "matmul")
-    load_family.cache_clear()
     return tmp_path
 
 
@@ -71,7 +70,7 @@ def _edit(path: Path, old: str, new: str) -> None:
         ("smem_tiled.cu", "static_smem:", "shared_bytes:", "unknown key"),
         ("naive.cu", "/*---", "/*", "no declaration"),
         ("family.yaml", "float32: 1.0e-5", "float64: 1.0e-5", "no tolerance for dtype float32"),
-        ("cpu_blas.yaml", "runs_on: cpu", "runs_on: tpu", "runs_on 'tpu' is not valid"),
+        ("cpu_blas.yaml", "runs_on: cpu", "runs_on: tpu", "runs_on: 'tpu' is not a valid choice"),
         ("naive.cu", "kernel: matmul_naive", "kernel: matmul_naive\nruns_on: cpu", "runs_on"),
         ("cublas_fp32.yaml", "library: cublas_matmul", "lib: x", "unknown key"),
     ],
@@ -101,7 +100,7 @@ def test_the_fingerprint_does_not_depend_on_how_kernels_dir_is_written(
         ("regtile_2d.cu", "{A: 16, B: 16}", "{A: 12, B: 16}", "expected a power of two up to 256"),
         ("regtile_2d.cu", "{A: 16, B: 16}", "{A: 512, B: 16}", "a power of two up to 256"),
         ("regtile_2d.cu", "{A: 16, B: 16}", "{A: 2, B: 16}", r"element size \(4 bytes\)"),
-        ("regtile_2d.cu", "{A: 16, B: 16}", "[A, B]", r"must map inputs to bytes, e\.g\. \{A: 16"),
+        ("regtile_2d.cu", "{A: 16, B: 16}", "[A, B]", r"row_alignment: \['A', 'B'\] is a list"),
         ("regtile_2d.cu", "    name: gemm\n", "    name: pad_B\n", "takes the name of the step"),
         ("regtile_2d.cu", "ld_A, ld_B]", "ld_A, ld_C]", "takes the aligned input B but not ld_B"),
         ("regtile_2d.cu", "    args: [A, B, C, M, N, K, ld_A, ld_B]\n", "",
@@ -192,7 +191,7 @@ def test_a_scratch_buffer_starts_zeroed() -> None:
         (
             "params:\n  BN: 256\n  WM: 64\n  TM: 16\n  MIN_BLOCKS: 1\n",
             "params: [BN]\n",
-            "params must be a mapping",
+            "params: \\['BN'\\] is a list, not object",
         ),
         (
             "block: (BM // WM) * (BN // WN) * 32",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ncuflow.errors import ConfigError
-from ncuflow.timing import (
+from ncuflow.measure.timing import (
     TimingPolicy,
     adaptive_repeats,
     bimodal_clusters,

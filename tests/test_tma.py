@@ -1,14 +1,15 @@
-"""Tensor maps (ncuflow.tma) and the Hopper keys of a variant's spec, without a GPU: what
-the TMA would refuse is named before any launch, and the bundled wgmma rung declares maps
-the rules accept at every size the ladder tests."""
+"""Tensor maps (ncuflow.spec.model, ncuflow.measure.tma) and the Hopper keys of a variant's
+spec, without a GPU: what the TMA would refuse is named before any launch, and the bundled
+wgmma rung declares maps the rules accept at every size the ladder tests."""
 
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import ROOT
+from ncuflow.measure.tma import problems
 from ncuflow.spec import SpecError, load_family
-from ncuflow.tma import problems
 
 GOOD = {"rows": 1024, "cols": 1024, "ld": 1024, "box_rows": 128, "box_cols": 64}
 
@@ -52,8 +53,10 @@ def test_the_wgmma_rung_declares_maps_the_tma_accepts_at_every_ladder_size() -> 
 def _variant_file(tmp_path: Path, front: str) -> Path:
     folder = tmp_path / "kernels"
     (folder / "matmul").mkdir(parents=True)
-    for name in ("family.yaml", "family.py"):
-        (folder / "matmul" / name).write_text((ROOT / "kernels" / "matmul" / name).read_text())
+    (folder / "matmul" / "family.py").write_text((ROOT / "kernels/matmul/family.py").read_text())
+    declared = yaml.safe_load((ROOT / "kernels/matmul/family.yaml").read_text())
+    ladder = {k: v for k, v in declared.items() if k not in ("order", "speedup_over")}
+    (folder / "matmul" / "family.yaml").write_text(yaml.safe_dump(ladder))  # probe alone
     (folder / "matmul" / "probe.cu").write_text(
         f"/*---\n{front}\n---*/\n#ifndef BM\n#define BM 64\n#endif\n"
         'extern "C" __global__ void probe(const void* a) {}\n'
@@ -62,7 +65,7 @@ def _variant_file(tmp_path: Path, front: str) -> Path:
 
 
 @pytest.mark.parametrize(("front", "expected"), [
-    ("kernel: probe\nblock: 32\ngrid: 1\narch: sm90", "arch 'sm90' is not an architecture"),
+    ("kernel: probe\nblock: 32\ngrid: 1\narch: sm90", "arch: 'sm90' holds characters that are not"),
     ("kernel: probe\nblock: 32\ngrid: 1\ntensor_maps:\n  m: {tensor: Q, shape: 'M, K', ld: K, "
      "box: '64, 64'}", "tensor 'Q' is neither a tensor of the family"),
     ("kernel: probe\nblock: 32\ngrid: 1\ntensor_maps:\n  m: {tensor: A, shape: M, ld: K, "
@@ -70,7 +73,7 @@ def _variant_file(tmp_path: Path, front: str) -> Path:
     ("kernel: probe\nblock: 32\ngrid: 1\nparams: {BM: 64}\ntensor_maps:\n  BM: {tensor: A, "
      "shape: 'M, K', ld: K, box: '64, 64'}", "the name must be an identifier of its own"),
     ("kernel: probe\nblock: 32\ngrid: 1\ntensor_maps:\n  m: {tensor: A, shape: 'M, K'}",
-     "expected {tensor, shape"),
+     "tensor_maps.m: 'ld' is a required property"),
     ("launches:\n  - {kernel: probe, block: 32, grid: 1, args: [mapp, C, M, N, K]}\n"
      "tensor_maps:\n  m: {tensor: A, shape: 'M, K', ld: K, box: '64, 64'}",
      "neither a tensor, a scratch buffer, a tensor map nor a scalar"),

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from ncuflow.config import load_study
 from ncuflow.spec import Check, load_family
+from ncuflow.study.config import load_study
 
 FOLDER = ROOT / "kernels" / "transpose"
 NVCC = shutil.which("nvcc")
@@ -55,7 +55,7 @@ def test_transpose_study_expands() -> None:
     experiment = load_study(config).experiments["transpose"]
     assert set(experiment.variants) == {"naive", "smem_tiled", "cupy_transpose"}
     assert len(experiment.configs["naive"]) == 5
-    assert {r["params"]["TILE"] for r in experiment.configs["smem_tiled"]} == {16, 32}
+    assert {r.params["TILE"] for r in experiment.configs["smem_tiled"]} == {16, 32}
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

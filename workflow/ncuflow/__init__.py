@@ -1,14 +1,11 @@
 """ncuflow: verify, time and profile CUDA kernel variants under Nsight Compute.
 
-Each stage of the Snakemake workflow is a module here with plain functions:
-spec (kernel families and variants), expr (safe expressions), config (validation),
-expand (configurations), vocab (statuses and NVTX names every stage shares), problem
-(inputs drawn, outputs poisoned and checked against the reference), harness (compile,
-launch, time; GPU or host) with timing (adaptive repeats), profile (ncu), ncu_rep (the
-report at full precision), metrics (the registry of counters, ceilings and columns),
-derive (registry columns per configuration), analysis (roofs and the bound rule),
-ceilings (measured ceilings), collect, plots, summary (the seeds' tables), device, replay,
-results (reading a run back) and compare (two runs, configuration by configuration).
+The package is a small shared base (vocab, errors, files, schema, plan, limits, ncu, gpu,
+expr, metrics) and one folder per stage, named as the workflow's rules are: spec (kernel
+families and variants), study (the config and its expansion into plans), measure,
+profile, analyze (derive, the bound rule, collect), device (facts and ceilings), report
+(figures, summary, compare), with capture (the replay format) and runners (the GPU and
+the replay implementation of the GPU stages). docs/design.md draws the map.
 
 In a notebook::
 
@@ -22,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from .vocab import VERSION as __version__
+
 __all__ = ["__version__", "compare", "load", "tables"]
 
 
@@ -30,11 +28,11 @@ def __getattr__(name: str) -> Any:
     """The public API, imported when first used: worker processes that import the package
     for one stage do not pay for pandas and matplotlib."""
     if name in {"load", "tables"}:
-        from . import results
+        from .report import results
 
         return getattr(results, name)
     if name == "compare":
-        from .compare import compare
+        from .report.compare import compare
 
         return compare
     raise AttributeError(f"module 'ncuflow' has no attribute {name!r}")

@@ -8,15 +8,21 @@ the details of each stage go to its log file.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from . import __version__
 from .errors import NcuflowError
+from .files import read_json
+from .ncu import NcuSettings
+from .plan import Plan
+from .vocab import VERSION
+
+if TYPE_CHECKING:
+    from .runners import Runner
 
 
 def _logger(path: Path | None) -> Callable[[str], None]:
@@ -32,74 +38,39 @@ def _logger(path: Path | None) -> Callable[[str], None]:
     return log
 
 
-def _resolve(args: argparse.Namespace, log: Callable[[str], None], exclusive: bool = True) -> str:
-    """gpu or replay, decided here, in the job, by what this machine has (mode: auto), or
-    as the config says; the capture must exist for a replay. An ``exclusive`` job (one
-    that measures) first claims a GPU of its own (ncuflow.slots)."""
-    from .device import resolve_mode
-    from .replay import checked_capture
-    from .slots import claim_gpu, release_gpu
+def _runner(args: argparse.Namespace, log: Callable[[str], None], exclusive: bool) -> Runner:
+    """The runner of this job (runners.open_runner): gpu or replay."""
+    from .runners import open_runner
 
-    if exclusive and args.mode != "replay":  # before CUDA starts: a GPU no other job holds
-        claim_gpu(log)
-    mode, why = resolve_mode(args.mode, args.ncu)
-    log(f"mode {mode}: {why}")
-    if mode == "replay":
-        release_gpu()
-        if args.capture is None:
-            raise NcuflowError(
-                "this job replays, but no capture was named (capture: in the config)"
-            )
-        args.capture = checked_capture(args.capture)
-    return mode
+    ncu = NcuSettings(args.ncu, tuple(getattr(args, "sections", ())),
+                      getattr(args, "clock_control", "none"), tuple(getattr(args, "metrics", ())),
+                      getattr(args, "chunk_size", 16))  # fmt: skip
+    return open_runner(args.mode, ncu, args.capture, log, exclusive)
 
 
-def _on_gpu(plan: dict) -> bool:
-    """Whether a plan's variant runs on the GPU: a host variant's job holds no GPU."""
-    from .vocab import plan_variant
+def _job(plan_path: Path) -> tuple[Plan, bool]:
+    """A job's plan, and whether its variant runs on the GPU (a host variant's job holds
+    no GPU)."""
+    from .spec import load_variant
 
-    return plan_variant(plan)[1].runs_on == "gpu"
+    plan = Plan.load(plan_path)
+    variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)[1]
+    return plan, variant.runs_on == "gpu"
 
 
 def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    plan = json.loads(args.plan.read_text())
-    on_gpu = _on_gpu(plan)
-    if _resolve(args, log, exclusive=on_gpu) == "replay":
-        from .replay import replay_device, replay_measure
-
-        replay_measure(plan, args.capture, args.out, log)
-        replay_device(args.capture, args.device_out)
-    else:
-        from .device import facts_differences, job_device, write
-        from .harness import measure_stage
-
-        here = job_device("gpu" if on_gpu else "cpu")
-        write(args.device_out, here)
-        if on_gpu:
-            for line in facts_differences(plan.get("device_facts", {}), here):
-                log(line)
-                print(f"ncuflow: warning: {line}", file=sys.stderr)
-        measure_stage(args.plan, args.out, log)
+    plan, on_gpu = _job(args.plan)
+    _runner(args, log, exclusive=on_gpu).measure(plan, args.plan, args.out, args.device_out, log)
 
 
 def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     import pandas as pd
 
-    from .derive import config_metrics
+    from .analyze.derive import config_metrics
 
-    plan = json.loads(args.plan.read_text())
-    if _resolve(args, log, exclusive=_on_gpu(plan)) == "replay":
-        from .replay import replay_profile
-
-        replay_profile(plan, args.measure, args.capture, args.long, log)
-        if args.csv:  # a capture keeps the exact values, not ncu's rounded CSV
-            args.csv.write_text(f"# replayed from capture {args.capture.name}: no ncu CSV\n")
-    else:
-        from .profile import NcuSettings, profile_stage
-
-        settings = NcuSettings(args.ncu, tuple(args.sections), args.clock_control,
-                               tuple(args.metrics), args.chunk_size)  # fmt: skip
-        profile_stage(args.plan, args.measure, args.long, args.csv, settings, log)
+    plan, on_gpu = _job(args.plan)
+    runner = _runner(args, log, exclusive=on_gpu)
+    runner.profile(plan, args.plan, args.measure, args.long, args.csv, log)
     if args.derived:
         metrics = config_metrics(pd.read_parquet(args.long))
         metrics.to_parquet(args.derived, index=False)
@@ -107,12 +78,12 @@ def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    from .collect import collect
-    from .replay import ncu_settings
+    from .analyze.collect import collect
 
     jobs = [tuple(map(Path, job)) for job in args.job]
-    ncu = ncu_settings(args.sections, args.clock_control, args.metrics)
-    replay = (args.capture, ncu) if args.capture else None
+    ncu = NcuSettings(sections=tuple(args.sections), clock_control=args.clock_control,
+                      extra_metrics=tuple(args.metrics))  # fmt: skip
+    replay = (args.capture, ncu.recorded()) if args.capture else None
     table = collect(args.experiment, jobs, args.device, args.out, replay)  # type: ignore[arg-type]
     log(table["status"].value_counts().to_string())
 
@@ -123,11 +94,11 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
     import pandas as pd
 
-    from .plots import FIGURES, draw_one, family_figure
+    from .report.figures import FIGURES, draw_one, family_figure
     from .spec import load_family
 
     table = pd.read_parquet(args.table)
-    device = json.loads(args.device.read_text())
+    device = read_json(args.device)
     if args.figure:
         family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
         paths = family_figure(table, family, args.figure, device, args.out_dir / args.figure)
@@ -143,21 +114,14 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         log(f"wrote {path}")
 
 
-def _device(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    if _resolve(args, log, exclusive=False) == "replay":  # facts only: any GPU will do
-        from .replay import replay_device
-
-        replay_device(args.capture, args.out)
-    else:
-        from .device import gpu_facts, write
-
-        ceilings = json.loads(args.ceilings.read_text())
-        write(args.out, {**gpu_facts(args.ncu), "ceilings": ceilings})
+def _device_facts(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    # facts only: any GPU will do, none is claimed
+    _runner(args, log, exclusive=False).device_facts(args.out, args.ceilings, log)
     log(args.out.read_text())
 
 
 def _devices(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    from .device import write_devices
+    from .device.facts import write_devices
 
     for path in write_devices(args.jobs, args.out_dir):
         log(f"wrote {path}")
@@ -166,9 +130,9 @@ def _devices(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 def _device_table(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     import pandas as pd
 
-    from .device import facts_rows
+    from .device.facts import facts_rows
 
-    rows = facts_rows(json.loads(args.device.read_text()))
+    rows = facts_rows(read_json(args.device))
     pd.DataFrame(rows, columns=["fact", "value"]).to_csv(args.out, index=False)
     log(f"wrote {args.out}: {len(rows)} facts")
 
@@ -176,8 +140,8 @@ def _device_table(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     import pandas as pd
 
+    from .report.summary import markdown, summarize
     from .spec import load_family
-    from .summary import markdown, summarize
 
     table = pd.read_parquet(args.table)
     family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
@@ -188,77 +152,84 @@ def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    if _resolve(args, log) == "replay":
-        from .replay import replay_ceilings
-
-        replay_ceilings(args.capture, args.out)
-    else:
-        from .ceilings import measure_ceilings
-
-        measured = measure_ceilings(log)
-        args.out.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
+    _runner(args, log, exclusive=True).ceilings(args.out, log)
 
 
 def _compare(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    from .compare import run
+    from .report.compare import run
 
     for path in run(args.a, args.b, args.out):
         log(f"wrote {path}")
 
 
 def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    from .config import load_study
-    from .replay import ncu_settings, save_capture
-    from .strict import read_config
+    from .capture.folder import save_capture
+    from .files import read_config
+    from .study.config import load_study
 
     config = read_config(args.configfile)
     study = load_study(config, args.configfile.resolve().parent)
     command = f"snakemake --configfile {args.configfile} --config mode=gpu"
-    ncu = study.config["ncu"]
-    settings = ncu_settings(ncu["sections"], ncu["clock_control"], ncu["extra_metrics"])
     jobs = [(e, v, study.parts(e, v)) for e, v in study.jobs()]
-    folder = save_capture(args.results, Path("."), args.name, jobs, command, settings)
+    folder = save_capture(args.results, Path("."), args.name, jobs, command,
+                          study.ncu.recorded())  # fmt: skip
     log(f"saved capture {args.name} in {folder}")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ncuflow", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"ncuflow {__version__}")
-    sub = parser.add_subparsers(dest="stage", required=True)
+Subparsers = Any  # argparse's _SubParsersAction, which it does not export
 
-    def stage(name: str, run: Callable, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text)
-        p.set_defaults(run=run)
-        p.add_argument("--log", type=Path, help="append the stage's details here")
-        return p
 
-    def mode_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--mode", choices=["auto", "gpu", "replay"], required=True,
-                       help="auto: gpu where the job finds a GPU and ncu, else replay")  # fmt: skip
-        p.add_argument("--capture", type=Path, help="capture folder (replay)")
-        p.add_argument("--ncu", default="ncu", help="ncu executable (gpu)")
+def _stage(sub: Subparsers, name: str, run: Callable, help_text: str,
+           aliases: Sequence[str] = ()) -> argparse.ArgumentParser:  # fmt: skip
+    p = sub.add_parser(name, help=help_text, aliases=list(aliases))
+    p.set_defaults(run=run)
+    p.add_argument("--log", type=Path, help="append the stage's details here")
+    return p
 
-    def ncu_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--sections", nargs="*", default=[])
-        p.add_argument("--clock-control", default="none")
-        p.add_argument("--metrics", nargs="*", default=[])
 
-    p = stage("measure", _measure, "compile, check and time every configuration of a plan")
+def _mode_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=["auto", "gpu", "replay"], required=True,
+                   help="auto: gpu where the job finds a GPU and ncu, else replay")  # fmt: skip
+    p.add_argument("--capture", type=Path, help="capture folder (replay)")
+    p.add_argument("--ncu", default="ncu", help="ncu executable (gpu)")
+
+
+def _ncu_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sections", nargs="*", default=[])
+    p.add_argument("--clock-control", default="none")
+    p.add_argument("--metrics", nargs="*", default=[])
+
+
+def _gpu_stages(sub: Subparsers) -> None:
+    """The commands of the rules that may hold a GPU: each runs on a runner (gpu or replay)."""
+    p = _stage(sub, "measure", _measure, "compile, check and time every configuration of a plan")
     p.add_argument("--plan", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--device-out", type=Path, required=True,
                    help="the facts of the GPU (or host) this job ran on")  # fmt: skip
-    mode_args(p)
-    p = stage("profile", _profile, "profile a plan's configurations, a chunk per ncu process")
+    _mode_args(p)
+    p = _stage(sub, "profile", _profile, "profile a plan's configurations, a chunk per ncu process")
     p.add_argument("--plan", type=Path, required=True)
     p.add_argument("--measure", type=Path, required=True)
     p.add_argument("--long", type=Path, required=True, help="exact values, Parquet")
     p.add_argument("--csv", type=Path, help="ncu's raw CSV export (gpu)")
     p.add_argument("--chunk-size", type=int, default=16, help="configurations per ncu process")
     p.add_argument("--derived", type=Path, help="the registry's columns per configuration, here")
-    ncu_args(p)
-    mode_args(p)
-    p = stage("collect", _collect, "one table of an experiment's configurations")
+    _ncu_args(p)
+    _mode_args(p)
+    p = _stage(sub, "device-facts", _device_facts, "write device.json (rule device_facts)",
+               aliases=["device"])  # fmt: skip
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--ceilings", type=Path, help="ceilings.json measured on this device (gpu)")
+    _mode_args(p)
+    p = _stage(sub, "ceilings", _ceilings, "measure the device's bandwidth and FLOP ceilings")
+    p.add_argument("--out", type=Path, required=True)
+    _mode_args(p)
+
+
+def _table_stages(sub: Subparsers) -> None:
+    """The commands of the rules that read and write tables and figures, on any machine."""
+    p = _stage(sub, "collect", _collect, "one table of an experiment's configurations")
     p.add_argument("--experiment", required=True)
     p.add_argument(
         "--job", nargs=3, action="append", required=True, metavar=("PLAN", "MEASURE", "METRICS")
@@ -266,37 +237,38 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", type=Path, required=True, help="device.json")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--capture", type=Path, help="the capture a replay came from, to compare")
-    ncu_args(p)  # this config's, compared with the capture's in a replay
-    p = stage("plot", _plot, "the experiment's figures (PNG and SVG)")
+    _ncu_args(p)  # this config's, compared with the capture's in a replay
+    p = _stage(sub, "plot", _plot, "the experiment's figures (PNG and SVG)")
     p.add_argument("--table", type=Path, required=True)
     p.add_argument("--device", type=Path, required=True)
     p.add_argument("--kernels-dir", type=Path, required=True)
     p.add_argument("--figure", help="one of the family's own figures (default: the standard ones)")
     p.add_argument("--out-dir", type=Path, required=True)
     p.add_argument("--processes", type=int, default=1, help="draw the standard figures in so many")
-    p = stage("device", _device, "write device.json")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--ceilings", type=Path, help="ceilings.json measured on this device (gpu)")
-    mode_args(p)
-    p = stage("devices", _devices, "results/devices/: one file per device the jobs ran on")
+    p = _stage(sub, "devices", _devices, "results/devices/: one file per device the jobs ran on")
     p.add_argument("--out-dir", type=Path, required=True)
     p.add_argument("jobs", type=Path, nargs="+", help="each measure job's device.json")
-    p = stage("device-table", _device_table, "the device's facts as a CSV table (for the report)")
+    p = _stage(sub, "device-table", _device_table, "the device's facts as a CSV table (report)")
     p.add_argument("--device", type=Path, required=True, help="device.json")
     p.add_argument("--out", type=Path, required=True)
-    p = stage("summary", _summary, "the best configuration per variant and size (CSV, Markdown)")
+    p = _stage(sub, "summary", _summary, "the best configuration per variant and size (CSV, MD)")
     p.add_argument("--table", type=Path, required=True)
     p.add_argument("--kernels-dir", type=Path, required=True)
     p.add_argument("--csv", type=Path, required=True)
     p.add_argument("--md", type=Path, required=True)
-    p = stage("ceilings", _ceilings, "measure the device's bandwidth and FLOP ceilings")
-    p.add_argument("--out", type=Path, required=True)
-    mode_args(p)
-    p = stage("compare", _compare, "two runs or captures, configuration by configuration")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ncuflow", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"ncuflow {VERSION}")
+    sub = parser.add_subparsers(dest="stage", required=True)
+    _gpu_stages(sub)
+    _table_stages(sub)
+    p = _stage(sub, "compare", _compare, "two runs or captures, configuration by configuration")
     p.add_argument("a", type=Path, help="results folder or capture: the baseline (A)")
     p.add_argument("b", type=Path, help="results folder or capture: the one compared (B)")
     p.add_argument("--out", type=Path, default=Path("results/compare"))
-    p = stage("capture", _capture, "save a GPU run's records as a replay capture")
+    p = _stage(sub, "capture", _capture, "save a GPU run's records as a replay capture")
     p.add_argument("name", help="folder name under resources/captures/")
     p.add_argument("--configfile", type=Path, default=Path("config.yaml"))
     p.add_argument("--results", type=Path, default=Path("results"))

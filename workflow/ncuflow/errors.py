@@ -1,4 +1,4 @@
-"""The one exception type a user sees: a message that names what is wrong and what is expected."""
+"""The exception types a user sees: a message that names what is wrong and what is expected."""
 
 
 class NcuflowError(Exception):
@@ -11,3 +11,8 @@ class ConfigError(NcuflowError):
     def __init__(self, path: str, message: str) -> None:
         self.path, self.problem = path, message
         super().__init__(f"config error at {path}: {message}")
+
+
+class SpecError(NcuflowError):
+    """A kernel family or variant declaration that is wrong; the message starts with its
+    file."""

@@ -5,7 +5,7 @@ The profile stage asks ncu for exactly :func:`required_metrics` (besides the sec
 configuration; the bound rule and the figures read precisions and levels from here.
 Adding a ceiling or a column is one entry below.
 
-Counting rules (documented in the README):
+Counting rules (docs/methods.md, "Where each number comes from"):
 
 * CUDA-core FLOPs per precision come from predicated-on thread instruction counts: an FMA
   is 2 FLOPs, an add or a multiply 1; the half-precision instructions are packed (HFMA2:
@@ -152,6 +152,11 @@ LEVELS: dict[str, Level] = {
 }  # fmt: skip
 
 
+# The levels of the hierarchical roofline, each with an arithmetic intensity (ai_<level>):
+# shared memory has its bandwidth ceiling, but ncu's roofline draws no intensity for it.
+ROOFLINE_LEVELS = ("dram", "l2", "l1")
+
+
 @dataclass(frozen=True)
 class Column:
     """A derived per-configuration column."""
@@ -196,197 +201,72 @@ def _metric(name: str, scale: float = 1.0) -> Callable[[Get], float]:
     return lambda get: get(name) * scale
 
 
+# Columns that are one ncu counter each: (name, unit, reduce, counter, scale, what it is).
+_COUNTERS = [
+    ("dram_read_bytes", "byte", "sum", "dram__bytes_read.sum", 1.0, "DRAM bytes read"),
+    ("dram_write_bytes", "byte", "sum", "dram__bytes_write.sum", 1.0,
+     "DRAM bytes written while the kernel ran"),
+    ("l2_write_bytes", "byte", "sum", "lts__t_sectors_srcunit_tex_op_write.sum", 32.0,
+     "bytes the SMs wrote into L2 (32-byte sectors)"),
+    ("l2_tag_bytes", "byte", "sum", "lts__t_bytes.sum", 1.0, "all L2 tag traffic"),
+    ("shared_bytes", "byte", "sum", "sm__sass_data_bytes_mem_shared.sum", 1.0,
+     "shared-memory data loaded and stored"),
+    ("sm_throughput_pct", "%", "weighted", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+     1.0, "Speed of Light: SM throughput"),
+    ("memory_throughput_pct", "%", "weighted",
+     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 1.0,
+     "Speed of Light: memory throughput (the busiest of DRAM, L2, L1)"),
+    ("dram_throughput_pct", "%", "weighted",
+     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", 1.0, "DRAM throughput"),
+    ("issue_active_pct", "%", "weighted", "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
+     1.0, "cycles in which a scheduler issued an instruction"),
+    ("achieved_occupancy_pct", "%", "weighted",
+     "sm__warps_active.avg.pct_of_peak_sustained_active", 1.0, "warps active"),
+    ("theoretical_occupancy_pct", "%", "longest", "sm__maximum_warps_per_active_cycle_pct", 1.0,
+     "the occupancy the launch allows"),
+    ("registers_per_thread", "register", "longest", "launch__registers_per_thread", 1.0,
+     "registers per thread"),
+    ("waves_per_sm", "wave", "longest", "launch__waves_per_multiprocessor", 1.0,
+     "blocks launched over the blocks all SMs hold at once"),
+    ("occupancy_limit_registers", "block", "longest", "launch__occupancy_limit_registers", 1.0,
+     "blocks per SM the registers allow"),
+    ("occupancy_limit_shared_mem", "block", "longest", "launch__occupancy_limit_shared_mem", 1.0,
+     "blocks per SM the shared memory allows"),
+    ("occupancy_limit_warps", "block", "longest", "launch__occupancy_limit_warps", 1.0,
+     "blocks per SM the warp slots allow"),
+    ("occupancy_limit_blocks", "block", "longest", "launch__occupancy_limit_blocks", 1.0,
+     "blocks per SM the block slots allow"),
+    ("sm_clock_hz", "Hz", "longest", SM_CLOCK, 1.0, "SM clock while the kernel ran"),
+]  # fmt: skip
+
+
 def _columns() -> list[Column]:
-    cols = [
-        Column(
-            "ncu_time_ms",
-            "ms",
-            "sum",
-            (DURATION,),
-            _metric(DURATION, 1e-6),
-            "gpu__time_duration of the profiled launch, all its kernels",
-        ),
-    ]
+    """Every column: the duration, FLOPs and dense peak per precision, traffic and peak
+    bandwidth per level, one counter each (_COUNTERS), and the shared memory asked for."""
+    cols = [Column("ncu_time_ms", "ms", "sum", (DURATION,), _metric(DURATION, 1e-6),
+                   "gpu__time_duration of the profiled launch, all its kernels")]  # fmt: skip
     for p in PRECISIONS.values():
-        cols.append(
-            Column(
-                f"flops_{p.name}",
-                "FLOP",
-                "sum",
-                tuple(m for m, _ in p.counts),
-                _sum_of(p.counts),
-                f"{p.label} FLOPs counted by ncu",
-            )
-        )
-        cols.append(
-            Column(
-                f"peak_{p.name}_flops_per_s",
-                "FLOP/s",
-                "longest",
-                (*(m for m, _ in p.peaks), SM_CLOCK),
-                _first(p.peaks, SM_CLOCK),
-                f"{p.label} dense peak at the kernel's SM clock: {p.source}",
-            )
-        )
+        cols += [
+            Column(f"flops_{p.name}", "FLOP", "sum", tuple(m for m, _ in p.counts),
+                   _sum_of(p.counts), f"{p.label} FLOPs counted by ncu"),
+            Column(f"peak_{p.name}_flops_per_s", "FLOP/s", "longest",
+                   (*(m for m, _ in p.peaks), SM_CLOCK), _first(p.peaks, SM_CLOCK),
+                   f"{p.label} dense peak at the kernel's SM clock: {p.source}"),
+        ]  # fmt: skip
     for lvl in LEVELS.values():
-        cols.append(
-            Column(
-                f"{lvl.name}_bytes",
-                "byte",
-                "sum",
-                (lvl.bytes[0],),
-                _metric(*lvl.bytes),
-                f"{lvl.label} traffic: {lvl.source}",
-            )
-        )
-        cols.append(
-            Column(
-                f"peak_{lvl.name}_bytes_per_s",
-                "byte/s",
-                "longest",
-                (lvl.peak[0], lvl.clock),
-                _product(lvl.peak, (lvl.clock, 1.0)),
-                f"{lvl.label} theoretical bandwidth (ncu peak × clock)",
-            )
-        )
-    simple = [
-        ("dram_read_bytes", "byte", "sum", "dram__bytes_read.sum", 1.0, "DRAM bytes read"),
-        (
-            "dram_write_bytes",
-            "byte",
-            "sum",
-            "dram__bytes_write.sum",
-            1.0,
-            "DRAM bytes written while the kernel ran",
-        ),
-        (
-            "l2_write_bytes",
-            "byte",
-            "sum",
-            "lts__t_sectors_srcunit_tex_op_write.sum",
-            32.0,
-            "bytes the SMs wrote into L2 (32-byte sectors)",
-        ),
-        ("l2_tag_bytes", "byte", "sum", "lts__t_bytes.sum", 1.0, "all L2 tag traffic"),
-        (
-            "shared_bytes",
-            "byte",
-            "sum",
-            "sm__sass_data_bytes_mem_shared.sum",
-            1.0,
-            "shared-memory data loaded and stored",
-        ),
-        (
-            "sm_throughput_pct",
-            "%",
-            "weighted",
-            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-            1.0,
-            "Speed of Light: SM throughput",
-        ),
-        (
-            "memory_throughput_pct",
-            "%",
-            "weighted",
-            "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-            1.0,
-            "Speed of Light: memory throughput (the busiest of DRAM, L2, L1)",
-        ),
-        (
-            "dram_throughput_pct",
-            "%",
-            "weighted",
-            "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-            1.0,
-            "DRAM throughput",
-        ),
-        (
-            "issue_active_pct",
-            "%",
-            "weighted",
-            "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
-            1.0,
-            "cycles in which a scheduler issued an instruction",
-        ),
-        (
-            "achieved_occupancy_pct",
-            "%",
-            "weighted",
-            "sm__warps_active.avg.pct_of_peak_sustained_active",
-            1.0,
-            "warps active",
-        ),
-        (
-            "theoretical_occupancy_pct",
-            "%",
-            "longest",
-            "sm__maximum_warps_per_active_cycle_pct",
-            1.0,
-            "the occupancy the launch allows",
-        ),
-        (
-            "registers_per_thread",
-            "register",
-            "longest",
-            "launch__registers_per_thread",
-            1.0,
-            "registers per thread",
-        ),
-        (
-            "waves_per_sm",
-            "wave",
-            "longest",
-            "launch__waves_per_multiprocessor",
-            1.0,
-            "blocks launched over the blocks all SMs hold at once",
-        ),
-        (
-            "occupancy_limit_registers",
-            "block",
-            "longest",
-            "launch__occupancy_limit_registers",
-            1.0,
-            "blocks per SM the registers allow",
-        ),
-        (
-            "occupancy_limit_shared_mem",
-            "block",
-            "longest",
-            "launch__occupancy_limit_shared_mem",
-            1.0,
-            "blocks per SM the shared memory allows",
-        ),
-        (
-            "occupancy_limit_warps",
-            "block",
-            "longest",
-            "launch__occupancy_limit_warps",
-            1.0,
-            "blocks per SM the warp slots allow",
-        ),
-        (
-            "occupancy_limit_blocks",
-            "block",
-            "longest",
-            "launch__occupancy_limit_blocks",
-            1.0,
-            "blocks per SM the block slots allow",
-        ),
-        ("sm_clock_hz", "Hz", "longest", SM_CLOCK, 1.0, "SM clock while the kernel ran"),
-    ]
-    for name, unit, reduce, metric, scale, doc in simple:
+        cols += [
+            Column(f"{lvl.name}_bytes", "byte", "sum", (lvl.bytes[0],), _metric(*lvl.bytes),
+                   f"{lvl.label} traffic: {lvl.source}"),
+            Column(f"peak_{lvl.name}_bytes_per_s", "byte/s", "longest", (lvl.peak[0], lvl.clock),
+                   _product(lvl.peak, (lvl.clock, 1.0)),
+                   f"{lvl.label} theoretical bandwidth (ncu peak × clock)"),
+        ]  # fmt: skip
+    for name, unit, reduce, metric, scale, doc in _COUNTERS:
         cols.append(Column(name, unit, reduce, (metric,), _metric(metric, scale), doc))
     static, dynamic = "launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"
-    cols.append(
-        Column(
-            "shared_mem_per_block",
-            "byte",
-            "longest",
-            (static, dynamic),
-            _sum_of(((static, 1.0), (dynamic, 1.0))),
-            "shared memory the kernel asked for (static + dynamic)",
-        )
-    )
+    cols.append(Column("shared_mem_per_block", "byte", "longest", (static, dynamic),
+                       _sum_of(((static, 1.0), (dynamic, 1.0))),
+                       "shared memory the kernel asked for (static + dynamic)"))  # fmt: skip
     return cols
 
 

@@ -1,42 +1,47 @@
-"""The words every stage shares: configuration statuses, NVTX range names, and which
-configurations a plan measures and profiles. CPU stages import these from here rather
-than from the GPU harness."""
+"""The words every stage shares, each defined once: the version, configuration statuses,
+the files between stages, NVTX range names, figure names, bound classes and how timing
+was done. This module imports nothing, so any stage (and any notebook) may read it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+VERSION = "0.1.0"
 
-from .spec import Family, Variant, load_family
+# ---- statuses of a configuration
 
-# A configuration in a plan is pending (to be measured) or skipped (a restriction or a
-# device limit failed); a measured one ends ok or with the error class that stopped it.
+# In a plan a configuration is pending (to be measured) or skipped (a restriction or a
+# device limit failed); a measured one ends ok or with the error class that stopped it: a
+# kernel that did not compile, launch or check, one that outlived its time limit (killed
+# with its worker), and one whose profile ncu could not take (ncu's message in its error).
 PENDING, SKIPPED = "pending", "skipped"
-OK, COMPILE_ERROR, LAUNCH_ERROR, WRONG_RESULT = (
-    "ok",
-    "compile_error",
-    "launch_error",
-    "wrong_result",
-)
-# A configuration that outlived its time limit (killed with its worker), and one whose
-# profile ncu could not take (ncu's own message in its error).
+OK, WRONG_RESULT = "ok", "wrong_result"
+COMPILE_ERROR, LAUNCH_ERROR = "compile_error", "launch_error"
 TIMEOUT, PROFILE_ERROR = "timeout", "profile_error"
-# Beside a variant's ncu_long.parquet: the configurations ncu could not profile, and why.
-PROFILE_ERRORS = "profile_errors.json"
+# The statuses a table may hold, in the order a run's last lines count them.
+STATUSES = (OK, SKIPPED, WRONG_RESULT, COMPILE_ERROR, LAUNCH_ERROR, TIMEOUT, PROFILE_ERROR)
+# Statuses of configurations that ran to the end: timed, and profiled where the variant is
+# (a wrong result keeps its time and metrics, to show how it went wrong; it never wins).
+TIMED = (OK, WRONG_RESULT)
 
-# How the L2 cache is emptied before each timed launch (timing.flush_l2), recorded in every
-# plan's timing so that a capture timed otherwise is told apart: a read of a buffer twice
-# the size of L2 leaves only clean lines, where a memset (before 2026-11-24) left dirty
-# lines that were written back during the timed launch and made some times bimodal.
-L2_FLUSH_METHOD = "read 2x L2 (ld.global.cg)"
-# How a GPU variant's timed launches are enqueued, recorded beside it: behind a kernel that
-# holds the stream until a batch is enqueued, so that no host delay falls inside a timed
-# interval (before 2026-11-25 each launch ran as soon as the host enqueued it: a busy host
-# spread three short launches of 0.09 ms with a CV of 3 %).
-ENQUEUE_METHOD = "batches held behind a gate kernel until enqueued"
+# ---- the files between stages (results/<experiment>/<variant>/<part>/, and a capture's
+# results/<experiment>/<variant>/ folders)
 
-# The profile worker opens one NVTX range per configuration, named by this prefix and the
-# configuration's id; ncu keeps to those ranges and the names map kernels back.
+PLAN = "plan.json"  # what a job measures (plan.Plan)
+MEASURE = "measure.json"  # its timing records, by configuration (plan.Record)
+DEVICE = "device.json"  # the facts of the device a job, or the run, measured on
+NCU_LONG = "ncu_long.parquet"  # every ncu value, exact: one row per kernel and metric
+NCU_CSV = "ncu_raw.csv"  # ncu's own CSV export, for people
+METRICS = "metrics.parquet"  # the registry's columns per configuration
+PROFILE_ERRORS = "profile_errors.json"  # configurations ncu could not profile, and why
+CHUNKS = "profile_chunks"  # each ncu process's report and values, kept as it completes
+TABLE = "table.parquet"  # an experiment's table (and table.csv beside it)
+SUMMARY = "summary.csv"  # its best configuration per variant and size (and summary.md)
+CEILINGS = "ceilings.json"  # the device's measured ceilings
+CAPTURE_INFO = "capture.json"  # a capture's provenance: when, where, how
+JOURNAL_SUFFIX = ".partial.jsonl"  # beside measure.json while a job measures
+
+# ---- NVTX: the profile worker opens one range per configuration, named by this prefix
+# and the configuration's id; ncu keeps to those ranges and the names map kernels back.
+
 NVTX_PREFIX = "ncuflow_"
 
 
@@ -49,19 +54,24 @@ def config_of_range(name: str) -> str | None:
     return name[len(NVTX_PREFIX) :] if name.startswith(NVTX_PREFIX) else None
 
 
-def plan_variant(plan: dict[str, Any]) -> tuple[Family, Variant]:
-    """The family and variant a plan measures."""
-    family = load_family(Path(plan["kernels_dir"]), plan["family"])
-    return family, family.variants[plan["variant"]]
+# ---- figures every experiment gets; a family's own figures take other names
 
+STANDARD_FIGURES = ("roofline", "performance", "sweep", "speed_of_light", "occupancy", "traffic")
 
-# Statuses of configurations that ran to the end: timed, and profiled where the variant is.
-TIMED = (OK, WRONG_RESULT)
+# ---- what bounds a configuration (analyze.bound): a memory level, a compute roof, or
+# neither near its ceiling
 
+MEMORY, COMPUTE, LATENCY = "memory", "compute", "latency"
 
-def profiled_ids(variant: Variant, measured: dict[str, dict[str, Any]]) -> list[str]:
-    """The configurations ncu profiles: those that ran to the end (a wrong result keeps its
-    time and metrics, to show how it went wrong), of a variant ncu profiles."""
-    if not variant.profiled:
-        return []
-    return [config_id for config_id, rec in measured.items() if rec["status"] in TIMED]
+# ---- how timing was done, recorded in every plan's timing so that a capture timed
+# otherwise is told apart
+
+# The L2 cache is emptied before each timed launch by a read of a buffer twice the size of
+# L2, which leaves only clean lines; a memset (before 2026-11-24) left dirty lines that were
+# written back during the timed launch and made some times bimodal.
+L2_FLUSH_METHOD = "read 2x L2 (ld.global.cg)"
+# A GPU variant's timed launches are enqueued behind a kernel that holds the stream until
+# a batch is enqueued, so that no host delay falls inside a timed interval (before
+# 2026-11-25 each launch ran as soon as the host enqueued it: a busy host spread three
+# short launches of 0.09 ms with a CV of 3 %).
+ENQUEUE_METHOD = "batches held behind a gate kernel until enqueued"

@@ -29,7 +29,7 @@ rule device_facts:
         gpu=1,  # the facts of the GPU the jobs run on, where they run
     params:
         cmd=lambda wc, input, output: command_line(
-            "device", "--out", output[0], "--ceilings", input.ceilings, MODE_ARGS
+            "device-facts", "--out", output[0], "--ceilings", input.ceilings, MODE_ARGS
         ),
     shell:
         "{params.cmd} --log {log:q}"

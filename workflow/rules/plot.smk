@@ -1,4 +1,4 @@
-# Stage 4: the experiment's figures (ncuflow.plots.FIGURES: hierarchical roofline,
+# Stage 4: the experiment's figures (ncuflow.report.figures.FIGURES: hierarchical roofline,
 # performance against size, parameter sweeps, Speed of Light, occupancy, modelled against
 # measured traffic), and the figures a family declares itself (figures: in family.yaml).
 

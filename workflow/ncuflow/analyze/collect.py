@@ -1,0 +1,220 @@
+"""Collect: one row per configuration of an experiment, from its plans, timing records and
+ncu metrics, written as ``results/<experiment>/table.parquet``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..capture.mismatch import capture_mismatches
+from ..errors import NcuflowError
+from ..expr import ExprError
+from ..files import read_json
+from ..metrics import COLUMNS
+from ..plan import LaunchGeometry, Plan, read_records
+from ..spec import Family, Variant, load_variant
+from ..vocab import OK, PROFILE_ERROR, PROFILE_ERRORS, SKIPPED, STATUSES, TIMED
+from .bound import classify, derived_columns
+
+# A replay's capture folder and this config's ncu settings (NcuSettings.recorded()).
+Replay = tuple[Path, dict[str, Any]]
+# The columns every table starts with, in this order; the dimensions and tunables of the
+# family follow the first five, and per-kernel details follow these.
+LEADING = ["experiment", "family", "variant", "config_id", "dtype"]
+# What a row takes from its configuration's plan besides those: its status and its counts.
+PLANNED = ["status", "error", "flops", "min_bytes", "output_bytes", "model_dram_bytes",
+           "executed_flops", "out_dtype"]  # fmt: skip
+MEASURED = [
+    "status", "error", "rel_error", "max_abs_error", "time_ms", "time_ms_iqr", "time_cv",
+    "time_ci95_pct", "time_unstable", "time_note", "repeats", "flops", "gflops", "min_bytes",
+    "gbps",
+    "ncu_time_ms", "flops_counted", "roof", "roof_flops_per_s", "roof_measured_flops_per_s",
+    "achieved_flops_per_s", "dram_bytes", "model_dram_bytes", "l2_bytes", "l1_bytes",
+    "ai_dram", "ai_l2", "ai_l1", "dram_gbps", "sm_throughput_pct", "memory_throughput_pct",
+    "achieved_occupancy_pct", "theoretical_occupancy_pct", "registers_per_thread",
+    "shared_mem_per_block", "bound", "bound_level", "bound_reason",
+]  # fmt: skip
+DETAILS = [
+    "out_dtype", "baseline", "runs_on", "profiled", "merit", "speedup", "output_bytes",
+    "executed_flops", "block", "grid", "dynamic_smem", "registers_per_thread_compiled",
+    "local_bytes_per_thread", "ncu_kernels", "device", "capture_mismatch",
+    "flops_undeclared", "dram_bytes_counted", "dram_write_deferred_bytes",
+    *(c for c in COLUMNS if c not in {"ncu_time_ms", "dram_bytes", "l2_bytes", "l1_bytes",
+                                      "sm_throughput_pct", "memory_throughput_pct",
+                                      "achieved_occupancy_pct", "theoretical_occupancy_pct",
+                                      "registers_per_thread", "shared_mem_per_block"}),
+    "seed",
+]  # fmt: skip
+
+
+def _geometry(launches: Sequence[LaunchGeometry], key: str) -> str | None:
+    """'16x16x1', or each kernel's joined by ' + ' for a sequence of launches."""
+    shown = ["x".join(map(str, getattr(g, key))) for g in launches if getattr(g, key)]
+    return " + ".join(shown) or None
+
+
+def _not_profiled(variant: Variant) -> str:
+    if variant.runs_on == "cpu":
+        return "not profiled: runs on the host (timed with the host clock)"
+    return "not profiled: the variant declares profiled: false (timed with CUDA events only)"
+
+
+def variant_rows(
+    plan_path: Path, measure_path: Path, metrics_path: Path, ceilings: dict[str, Any],
+    replay: Replay | None = None,
+) -> list[dict]:  # fmt: skip
+    """One row per configuration of a variant; ``ceilings`` are the device's measured ones;
+    ``replay``: the capture the records came from and this config's ncu settings, whose
+    differences from the capture's go into ``capture_mismatch``."""
+    plan = Plan.load(Path(plan_path))
+    family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
+    measured = read_records(Path(measure_path))
+    metrics = pd.read_parquet(metrics_path).set_index("config_id")
+    errors_path = Path(metrics_path).with_name(PROFILE_ERRORS)
+    profile_errors = read_json(errors_path) if errors_path.is_file() else {}
+    mismatches = capture_mismatches(*replay, plan, measured, metrics.index) if replay else {}
+    rows = []
+    for config in plan.configs:
+        cid = config.config_id
+        row: dict[str, Any] = {k: getattr(config, k) for k in LEADING}
+        row.update(config.dims)
+        row.update(config.params)
+        row.update(plan.scalars)
+        launches = config.launches
+        row.update({k: getattr(config, k) for k in PLANNED})
+        row.update(
+            merit=family.merit,
+            baseline=variant.baseline,
+            runs_on=variant.runs_on,
+            profiled=variant.profiled,
+            block=_geometry(launches, "block"),
+            grid=_geometry(launches, "grid"),
+            dynamic_smem=max(
+                (g.dynamic_smem for g in launches if g.dynamic_smem is not None), default=None
+            ),
+            capture_mismatch=mismatches.get(cid),
+        )
+        if config.pending:
+            if cid not in measured:
+                raise NcuflowError(f"{measure_path} has no record of {cid}: measure again")
+            record = measured[cid]
+            row.update(record.summary)
+            row.update({f"step_{k}_ms": v for k, v in (record.step_ms or {}).items()})
+            if row["status"] in TIMED:
+                _profiled(row, cid, metrics, profile_errors, variant, ceilings)
+        rows.append(row)
+    return rows
+
+
+def _profiled(
+    row: dict[str, Any], cid: str, metrics: pd.DataFrame, profile_errors: dict[str, str],
+    variant: Variant, ceilings: dict[str, Any],
+) -> None:  # fmt: skip
+    """A timed row's rates, and its ncu metrics with the columns and the bound derived from
+    them, or why it has none."""
+    row["gflops"] = row["flops"] / row["time_ms"] / 1e6
+    row["gbps"] = row["min_bytes"] / row["time_ms"] / 1e6
+    if cid in metrics.index:
+        row.update(metrics.loc[cid].to_dict())
+        row.update(derived_columns(row, variant.compute, ceilings))
+        row["bound"], row["bound_level"], row["bound_reason"] = classify(row, ceilings)
+    elif cid in profile_errors:
+        row["status"], row["error"] = PROFILE_ERROR, profile_errors[cid]
+    elif variant.profiled and row["status"] == OK:
+        row["error"] = "ncu recorded no kernel inside this configuration's NVTX range"
+    else:
+        row["bound_reason"] = _not_profiled(variant)
+
+
+def family_columns(table: pd.DataFrame, family: Family) -> None:
+    """The family's own columns (``columns:`` in family.yaml), expressions over each row's
+    values; a row that lacks a value (a skipped one) gets NaN."""
+    for name, expr in family.columns.items():
+        values = []
+        for row in table.to_dict("records"):
+            env = {k: v for k, v in row.items() if isinstance(v, int | float) and not pd.isna(v)}
+            try:
+                values.append(float(expr(env)))
+            except ExprError:
+                values.append(np.nan)
+        table[name] = values
+
+
+def speedups(table: pd.DataFrame, family: Family, dims: list[str]) -> pd.Series:
+    """Each ok row's speedup over the fastest ok configuration of the family's reference
+    variant (``speedup_over``) at the same sizes; NaN where there is none."""
+    ok = table[table["status"] == OK]
+    reference = ok[ok["variant"] == family.speedup_over].groupby(dims)["time_ms"].min()
+    if reference.empty:
+        return pd.Series(np.nan, index=table.index)
+    keys = pd.MultiIndex.from_frame(table[dims])
+    base = pd.Series(reference.reindex(keys).to_numpy(), index=table.index)
+    return (base / table["time_ms"].astype(float)).where(table["status"] == OK)
+
+
+def collect(
+    experiment: str, jobs: Sequence[tuple[Path, Path, Path]], device: Path, out: Path,
+    replay: Replay | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """jobs: (plan.json, measure.json, metrics.parquet) of each variant, in config order;
+    device: device.json, whose measured ceilings the bound rule uses; replay: the capture
+    and this config's ncu settings, compared where device.json says it was replayed."""
+    facts = read_json(Path(device))
+    ceilings = facts.get("ceilings", {})
+    replay = replay if facts.get("replayed_from") else None
+    rows = [row for job in jobs for row in variant_rows(*job, ceilings, replay)]
+    table = pd.DataFrame(rows)
+    if table.empty:
+        raise NcuflowError(f"experiment {experiment} has no configurations")
+    if "device" not in table:  # records from before each job named its device
+        table["device"] = None
+    named = np.where(table["runs_on"] == "gpu", facts.get("name"), f"host: {facts.get('cpu')}")
+    measured = table["status"] != SKIPPED
+    table["device"] = table["device"].where(~measured | table["device"].notna(), named)
+    first = Plan.load(Path(jobs[0][0]))
+    family = load_variant(Path(first.kernels_dir), first.family, first.variant)[0]
+    dims = list(family.dims)
+    params = list(dict.fromkeys(p for v in table["variant"].unique()
+                                for p in family.variant(v).params))  # fmt: skip
+    for column in MEASURED + DETAILS:
+        if column not in table:
+            table[column] = np.nan
+    if family.speedup_over:
+        table["speedup"] = speedups(table, family, dims)
+    family_columns(table, family)
+    for column in params:
+        table[column] = table[column].astype("Int64")
+    table["time_unstable"] = table["time_unstable"].astype("boolean")
+    for column in ("time_note", "bound", "bound_level", "bound_reason", "roof", "device",
+                   "capture_mismatch"):  # fmt: skip
+        table[column] = table[column].astype("string")
+    for column in ("repeats", "registers_per_thread", "ncu_kernels", "dynamic_smem"):
+        table[column] = table[column].astype("Float64").astype("Int64")
+    table["status"] = table["status"].fillna(SKIPPED)
+    table["error"] = table["error"].fillna("")
+    ordered = LEADING + dims + params + list(family.scalars) + MEASURED + DETAILS
+    table = table[ordered + [c for c in table.columns if c not in ordered]]
+    table.to_parquet(out, index=False)
+    table.to_csv(out.with_suffix(".csv"), index=False)
+    return table
+
+
+def status_line(table_path: Path) -> str:
+    """One line for the end of a run: an experiment's configurations by status, and where
+    the reasons are."""
+    table = pd.read_parquet(table_path)
+    name = table["experiment"].iloc[0]
+    counts = table["status"].value_counts()
+    shown = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)
+    failed = len(table) - counts.get(OK, 0) - counts.get(SKIPPED, 0)
+    where = f"; why: the error column of {table_path.with_suffix('.csv')}" if failed else ""
+    lines = [f"ncuflow: {name}: {shown}{where}"]
+    if "capture_mismatch" in table:  # a replay whose capture was measured otherwise
+        for why, count in table["capture_mismatch"].dropna().value_counts(sort=False).items():
+            lines.append(f"ncuflow: {name}: warning: {count} configurations replayed from "
+                         f"a capture that differs from this config: {why}")  # fmt: skip
+    return "\n".join(lines)

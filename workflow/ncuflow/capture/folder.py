@@ -1,0 +1,93 @@
+"""Captures: what a GPU run measured, kept in the repository so that any machine can
+replay it (``resources/captures/<name>/``).
+
+A capture holds, per experiment and variant, the plan, the timing records
+(``measure.json``) and every numeric ncu metric at full precision as read from the
+report (``ncu_long.parquet``); per experiment the GPU run's own table; and
+``device.json`` (with the measured ceilings) and ``capture.json`` (when, where, with which
+command and ncu settings). ``ncuflow capture <name>`` writes one from a GPU run's results.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import NcuflowError
+from ..files import read_json
+from ..profile.report import write_long
+from ..vocab import CAPTURE_INFO, DEVICE, MEASURE, NCU_LONG, PLAN, TABLE, VERSION
+
+CAPTURES = Path("resources") / "captures"
+
+
+def capture_dir(root: Path, name: str) -> Path:
+    """The capture ``name`` of the workflow at ``root``, checked."""
+    return checked_capture(Path(root) / CAPTURES / name)
+
+
+def checked_capture(folder: Path) -> Path:
+    """``folder`` if it holds a capture, else an error that lists the captures beside it."""
+    if not (folder / CAPTURE_INFO).is_file():
+        found = sorted(p.parent.name for p in folder.parent.glob(f"*/{CAPTURE_INFO}"))
+        raise NcuflowError(
+            f"replay needs capture {folder.name!r}, but {folder} holds no {CAPTURE_INFO}; "
+            f"captures here: {', '.join(found) or 'none'}. Set capture: in the config, or run "
+            "on a GPU machine (mode: gpu) and save one with: python -m ncuflow capture <name>"
+        )
+    return folder
+
+
+def info(folder: Path) -> dict[str, Any]:
+    """capture.json: name, date, device, when it was saved, the command, the settings."""
+    return read_json(folder / CAPTURE_INFO, "a capture's provenance")
+
+
+def save_capture(
+    results: Path, root: Path, name: str, jobs: Iterable[tuple[str, str, Sequence[str]]],
+    command: str, ncu: dict[str, Any],
+) -> Path:  # fmt: skip
+    """Copy a GPU run's records and plans into resources/captures/<name>/ (replacing what
+    was there), with the run's ncu settings; ``jobs``: (experiment, variant, its parts),
+    whose files a capture keeps as one per variant."""
+    device = read_json(results / DEVICE)
+    if device.get("replayed_from"):
+        raise NcuflowError(f"{results} holds a replay, not a GPU run: nothing to capture")
+    folder = Path(root) / CAPTURES / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    for experiment, variant, parts in jobs:
+        target = folder / experiment / variant
+        target.mkdir(parents=True)
+        plans, measured, longs = [], {}, []
+        for part in parts:  # the jobs of a variant, one file each in the capture
+            source = results / experiment / variant / part
+            for file in (PLAN, MEASURE, NCU_LONG):
+                if not (source / file).is_file():
+                    raise NcuflowError(f"{source / file} is missing: run the workflow first")
+            plans.append(read_json(source / PLAN))
+            measured.update(read_json(source / MEASURE))
+            longs.append(pd.read_parquet(source / NCU_LONG))
+        plan = {**plans[0], "configs": [row for p in plans for row in p["configs"]]}
+        (target / PLAN).write_text(json.dumps(plan, indent=1, sort_keys=True))
+        (target / MEASURE).write_text(json.dumps(measured, indent=1))
+        write_long(pd.concat(longs, ignore_index=True), target / NCU_LONG)
+        if (results / experiment / TABLE).is_file():
+            shutil.copy2(results / experiment / TABLE, folder / experiment / TABLE)
+    shutil.copy2(results / DEVICE, folder / DEVICE)
+    meta = {
+        "name": name,
+        "date": device.get("date"),
+        "device": device.get("name"),
+        "saved": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": command,
+        "settings": {"ncuflow": VERSION, "ncu": ncu},
+    }
+    (folder / CAPTURE_INFO).write_text(json.dumps(meta, indent=1) + "\n")
+    return folder

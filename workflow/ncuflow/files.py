@@ -1,0 +1,105 @@
+"""Files every stage writes and reads: writes that no reader sees half-done, lines
+appended and flushed as they happen, JSON read with a message that names the file, and
+strict YAML (a key written twice is an error, never silently the last one)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError, NcuflowError
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write a file so that no reader ever sees it half-written: a temporary file beside
+    it, flushed to disk, then renamed over it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def write_if_changed(path: Path, text: str) -> Path:
+    """Write ``text`` unless the file already holds it: a file whose time changes only
+    with its content, for Snakemake to rerun what depends on it."""
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text)
+    return path
+
+
+def append_line(path: Path, entry: dict[str, Any]) -> None:
+    """One JSON line appended and on disk before this returns: what a crash cannot take."""
+    with open(path, "a") as handle:
+        handle.write(json.dumps(entry, sort_keys=True) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_json(path: Path, what: str = "") -> Any:
+    """A JSON file, or one message that names it and what to do (it was cut short by a
+    crash, or edited by hand)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise NcuflowError(f"{path}: no such file{f' ({what})' if what else ''}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise NcuflowError(
+            f"{path}: not valid JSON ({exc}); it was cut short or edited: delete it and run "
+            "its stage again"
+        ) from None
+
+
+def write_json(path: Path, data: Any, sort_keys: bool = True) -> None:
+    """``data`` as indented JSON with a final newline, written atomically."""
+    atomic_write(path, json.dumps(data, indent=1, sort_keys=sort_keys) + "\n")
+
+
+def _where(path: tuple[Any, ...]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".") or "(top level)"
+
+
+def duplicate_keys(text: str, source: str) -> None:
+    """Refuse a YAML text that writes a key twice in one mapping (YAML keeps only the last,
+    silently): the error names the key's path and both lines."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        raise ConfigError("(top level)", f"{source} is not valid YAML: {exc}") from None
+    pending: list[tuple[Any, tuple[Any, ...]]] = [(root, ())]
+    while pending:
+        node, path = pending.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                key = key_node.value
+                line = key_node.start_mark.line + 1
+                if key in seen and key != "<<":
+                    raise ConfigError(
+                        _where((*path, key)),
+                        f"written twice in {source} (lines {seen[key]} and {line}); YAML would "
+                        "keep only the last: remove or rename one",
+                    )
+                seen[key] = line
+                pending.append((value_node, (*path, key)))
+        elif isinstance(node, yaml.SequenceNode):
+            pending += [(item, (*path, i)) for i, item in enumerate(node.value)]
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A config file, refused with one message if it writes a key twice."""
+    text = Path(path).read_text()
+    duplicate_keys(text, str(path))
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ConfigError("(top level)", f"{path} holds no mapping of keys")
+    return data

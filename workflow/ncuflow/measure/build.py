@@ -1,0 +1,210 @@
+"""Building a configuration: its CUDA source compiled with NVRTC (through CuPy, which
+caches the binary per source and options) and each launch bound to its arguments, or a
+library call bound; the steps that pad an aligned input's rows; tensor maps encoded."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import NcuflowError
+from ..gpu import cuda_errors, cupy, toolkit_includes
+from ..plan import ConfigRow
+from ..spec.model import C_TYPES, Launch, TensorMap, Variant, leading_dim
+from ..spec.sources import local_includes
+
+if TYPE_CHECKING:
+    from ..spec.family import Family
+    from .problem import Problem
+from .tma import TensorMapError, encode
+
+HERE = Path(__file__).parent
+# The unsigned C type of each element size (the row copy moves bits, whatever the dtype).
+UNSIGNED = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long",
+            16: "uint4"}  # fmt: skip
+
+
+def helper_source(name: str) -> str:
+    """One of the harness's own CUDA sources beside this module (l2_flush, gate, pad_rows)."""
+    return (HERE / f"{name}.cu").read_text()
+
+
+class LaunchRefused(NcuflowError):
+    """The device refused a configuration's launch settings before any launch."""
+
+
+@dataclass
+class Launcher:
+    """A compiled configuration: its steps (one per launch) in order; ``launch`` runs them
+    all once on the current stream. A host variant's steps run on the host."""
+
+    steps: list[tuple[str, Callable[[], None]]]
+    attributes: dict[str, int]
+    on_host: bool = False
+    # the steps only enqueue GPU work, so a batch may wait behind a gate (Gate); a step that
+    # moves host memory may wait for the stream, which a held stream would never reach
+    gated: bool = False
+
+    def launch(self) -> None:
+        for _, step in self.steps:
+            step()
+
+
+def compile_options(
+    family: Family, variant: Variant, params: dict[str, int], dtypes: tuple[str, str]
+) -> tuple[str, ...]:
+    """NVRTC options of one configuration: tunables as -D, the element types, the folders
+    of the variant and of every file it includes."""
+    folders = dict.fromkeys([variant.path.parent.resolve(),
+                             *(p.parent for p in local_includes(variant.path))])  # fmt: skip
+    # -lineinfo lets the Nsight Compute GUI show the source beside the SASS
+    # CuPy's cache keys on the source and the options, not on included headers: the
+    # family's fingerprint (its files and what they include) makes a changed header recompile
+    arch = (f"--gpu-architecture={variant.arch}",) if variant.arch else ()
+    return ("-std=c++17", "-lineinfo", *arch, *(f"-I{f}" for f in folders), *toolkit_includes(),
+            f"-DNCUFLOW_FAMILY_HASH={family.fingerprint}",
+            f"-DNCUFLOW_IN_T={C_TYPES[dtypes[0]]}", f"-DNCUFLOW_OUT_T={C_TYPES[dtypes[1]]}",
+            *(f"-D{k}={v}" for k, v in params.items()))  # fmt: skip
+
+
+def _step_args(launch: Launch, problem: Problem, env: dict[str, int]) -> tuple[Any, ...]:
+    """A launch's arguments: its own list (names or index expressions) or the family's."""
+    if launch.args is None:
+        return tuple(problem.arg(a) for a in problem.family.args)
+    named = {*problem.inputs, *problem.outputs, *problem.variant.scratch,
+             *problem.variant.tensor_maps, *problem.scalars}  # fmt: skip
+    return tuple(problem.arg(a.text) if a.text in named else problem.index(int(a(env)))
+                 for a in launch.args)  # fmt: skip
+
+
+def _library_step(
+    fn: Callable[..., Any], args: tuple[Any, ...], params: dict[str, int], problem: Problem
+) -> Callable[[], None]:
+    def step() -> None:
+        returned = fn(*args, **params)
+        if isinstance(returned, dict):  # outputs the library allocated itself (cuDNN)
+            problem.returned.update(returned)
+
+    return step
+
+
+def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Problem) -> Launcher:
+    """Compile (CuPy caches the binary per source and options) and bind the arguments of
+    each launch the configuration makes."""
+    env = family.scope(variant, row.dims, row.params, (problem.in_dtype, problem.out_dtype))
+    by_name = {launch.name: launch for launch in variant.launches}
+    active = [(by_name[g.name], g) for g in row.launches]
+    module = None
+    if variant.arch:
+        _check_arch(variant.arch)
+    if variant.is_cuda:
+        module = cupy().RawModule(
+            code=variant.source,
+            options=compile_options(
+                family, variant, row.params, (problem.in_dtype, problem.out_dtype)
+            ),
+        )
+    used = {a.text for launch, _ in active for a in launch.args or ()}
+    maps = [variant.tensor_maps[name] for name in sorted(used & set(variant.tensor_maps))]
+    described = {m.tensor for m in maps}
+    problem.prepare_scratch(env, (used | described) & set(variant.scratch))
+    # only kernels take aligned inputs (spec.launches): the copies are the harness's kernel's
+    lengths = {name: env[leading_dim(name)] for name in variant.row_alignment}
+    steps = problem.pad_rows(lengths, copy_rows)
+    for tensor_map in maps:  # after the buffers they may describe
+        problem.scratch[tensor_map.name] = _device_tensor_map(tensor_map, problem, env)
+    attributes: dict[str, int] = {}
+    for launch, geometry in active:
+        args = _step_args(launch, problem, env)
+        if launch.library:
+            fn = family.function(launch.library)
+            steps.append((launch.name, _library_step(fn, args, row.params, problem)))
+            continue
+        assert module is not None
+        kernel = module.get_function(launch.kernel)
+        dynamic_smem = int(geometry.dynamic_smem or 0)
+        if dynamic_smem > 48 * 1024:
+            try:
+                kernel.max_dynamic_shared_size_bytes = dynamic_smem
+            except cuda_errors() as exc:  # the device's limit is lower than the declared one
+                raise LaunchRefused(
+                    f"{launch.name}: the device refuses {dynamic_smem} B of dynamic shared "
+                    f"memory ({exc}); lower device_limits.max_smem_per_block_optin to its limit"
+                ) from None
+        grid, block = geometry.grid, geometry.block
+        steps.append(
+            (launch.name, functools.partial(kernel, grid, block, args, shared_mem=dynamic_smem))
+        )
+        # the variant's largest kernel stands for it in the table
+        for key, value in (("registers_per_thread_compiled", kernel.num_regs),
+                           ("static_smem_bytes", kernel.shared_size_bytes),
+                           ("local_bytes_per_thread", kernel.local_size_bytes)):  # fmt: skip
+            attributes[key] = max(attributes.get(key, 0), int(value))
+    on_device = all(t.memory == "device" for t in family.tensors.values())
+    return Launcher(steps, attributes, on_host=variant.runs_on == "cpu",
+                    gated=variant.runs_on == "gpu" and on_device)  # fmt: skip
+
+
+def _check_arch(arch: str) -> None:
+    """Refuse, before compiling, a variant built for another architecture than this GPU's
+    (sm_90a code runs on compute capability 9.0 only)."""
+    capability = cupy().cuda.Device().compute_capability  # '90'
+    if arch.removeprefix("sm_").rstrip("a") != capability:
+        raise LaunchRefused(f"the kernels are built for {arch}; this GPU is compute "
+                            f"capability {capability[:-1]}.{capability[-1]}")  # fmt: skip
+
+
+def _device_tensor_map(tensor_map: TensorMap, problem: Problem, env: dict[str, int]) -> Any:
+    """A tensor map of one configuration, encoded on the host and copied to the device
+    (kernels take its address)."""
+    array = problem.arg(tensor_map.tensor)
+    try:
+        encoded = encode(tensor_map, tensor_map.sizes(env), str(array.dtype), array.data.ptr)
+    except TensorMapError as exc:  # refused before any launch, like too much shared memory
+        raise LaunchRefused(str(exc)) from None
+    return cupy().asarray(np.frombuffer(encoded, dtype=np.uint8))
+
+
+def pad_rows_name(element_bytes: int, chunk_bytes: int) -> str:
+    """The instance of pad_rows.cu's template that copies elements of one size in chunks of
+    another."""
+    return f"ncuflow_pad_rows<{UNSIGNED[element_bytes]}, {UNSIGNED[chunk_bytes]}>"
+
+
+@functools.cache
+def _pad_rows_kernel(element_bytes: int, chunk_bytes: int) -> Any:
+    name = pad_rows_name(element_bytes, chunk_bytes)
+    module = cupy().RawModule(code=helper_source("pad_rows"), options=("-std=c++17",),
+                              name_expressions=[name])  # fmt: skip
+    return module.get_function(name)
+
+
+ROW_COPY_BLOCK = 256  # threads per block of the row copy
+
+
+def row_copy_shape(rows: int, ld: int, element_bytes: int, sm_count: int) -> tuple[int, int]:
+    """(bytes each thread stores at once, blocks) of the copy into rows of ``ld`` elements:
+    the largest power of two up to 16 that divides a padded row, and a grid-stride loop of
+    at most 8 blocks per SM."""
+    row_bytes = ld * element_bytes
+    chunk = min(16, row_bytes & -row_bytes)
+    chunks = rows * row_bytes // chunk
+    return chunk, max(1, min(-(-chunks // ROW_COPY_BLOCK), 8 * sm_count))
+
+
+def copy_rows(padded: Any, source: Any) -> Callable[[], None]:
+    """The step that copies ``source`` (rows × cols) into the row-padded ``padded``
+    (rows × ld, ld·element size a multiple of 2^n bytes) with 16-byte stores where the padded
+    rows allow, leaving zeros past cols: CuPy's copy into a strided view ran twice as long."""
+    rows, cols, ld = source.size // source.shape[-1], source.shape[-1], padded.shape[-1]
+    element = source.dtype.itemsize
+    sm_count = cupy().cuda.Device().attributes["MultiProcessorCount"]
+    chunk, blocks = row_copy_shape(rows, ld, element, sm_count)
+    kernel = _pad_rows_kernel(element, chunk)
+    args = (source, padded, np.int64(rows), np.int32(cols), np.int32(ld))
+    return functools.partial(kernel, (blocks,), (ROW_COPY_BLOCK,), args)

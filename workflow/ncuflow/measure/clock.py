@@ -1,0 +1,162 @@
+"""The clock: a configuration's launches timed between CUDA events (or by the host's
+clock for a host variant) in adaptive batches, each batch enqueued behind a gate kernel,
+with L2 emptied before every timed launch."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..gpu import cupy
+from .build import Launcher, helper_source
+from .timing import TimingPolicy, adaptive_repeats, timing_stats
+
+
+def l2_flush() -> Callable[[], None]:
+    """A step that empties this GPU's L2 of everything a timed launch could reuse
+    (``vocab.L2_FLUSH_METHOD``, l2_flush.cu), on the current stream."""
+    cp = cupy()
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    buffer = cp.zeros(2 * props["l2CacheSize"] // 16 * 4, dtype=cp.int32)  # int4 elements
+    sink = cp.zeros(1, dtype=cp.int32)
+    kernel = cp.RawKernel(helper_source("l2_flush"), "ncuflow_l2_flush")
+    grid, n = (4 * props["multiProcessorCount"],), np.int64(buffer.size // 4)
+    flush = functools.partial(kernel, grid, (512,), (buffer, n, sink))
+    flush()  # compiled and loaded now, not inside the first timed batch (behind a gate)
+    return flush
+
+
+# Commands (launches and event records) enqueued behind one gate: few enough that the
+# stream's queue never fills while it is held (the host would block on a full queue).
+GATE_COMMANDS = 128
+GATE_LIMIT_S = 1.0
+
+
+class Gate:
+    """A kernel that holds the current stream until the host releases it (``hold``, then
+    the batch's launches, then ``release``); ``gave_up`` after the batch has finished says
+    whether any hold ended by its time limit instead (its batch may hold host gaps)."""
+
+    def __init__(self, limit_s: float = GATE_LIMIT_S) -> None:
+        cp = cupy()
+        self._memory = cp.cuda.alloc_pinned_memory(8)
+        self._words = np.frombuffer(self._memory, dtype=np.uint32, count=2)
+        self._words[:] = 0
+        self._kernel = cp.RawKernel(helper_source("gate"), "ncuflow_gate")
+        self._limit_ns = np.uint64(limit_s * 1e9)
+        self._ticket = 0
+        self._first = 1
+        self.hold()  # compiled and loaded now, not inside the first batch; released at once
+        self.release()
+
+    def hold(self) -> None:
+        self._ticket += 1
+        args = (np.uint64(self._memory.ptr), np.uint32(self._ticket), self._limit_ns)
+        self._kernel((1,), (1,), args)
+
+    def release(self) -> None:
+        self._words[0] = self._ticket
+
+    def gave_up(self) -> bool:
+        """Whether a hold since the last call ended by its limit (call after a sync)."""
+        given_up = int(self._words[1]) >= self._first
+        self._first = self._ticket + 1
+        return given_up
+
+
+def time_launches(
+    steps: list[tuple[str, Callable[[], None]]],
+    repeats: int,
+    flush: Callable[[], None] | None,
+    gate: Gate | None = None,
+    cuda: Any = None,
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Milliseconds of each of ``repeats`` runs of the steps, between a pair of CUDA events,
+    and of each step alone (an event between consecutive steps). With a ``gate``, the
+    repeats are enqueued behind it, GATE_COMMANDS commands at a time. ``cuda``: what makes
+    the events, cupy.cuda unless given (a stand-in times on the CPU)."""
+    cuda = cuda or cupy().cuda
+    stream = cuda.get_current_stream()
+    events = [[cuda.Event() for _ in range(len(steps) + 1)] for _ in range(repeats)]
+    # a repeat: the flush, the steps and an event before and after each
+    per_hold = max(1, GATE_COMMANDS // (2 * len(steps) + 2)) if gate else repeats
+    for first in range(0, repeats, per_hold):
+        if gate is not None:
+            gate.hold()
+        for marks in events[first : first + per_hold]:
+            if flush is not None:  # evict the inputs from L2, as ncu does before each profile
+                flush()
+            marks[0].record(stream)
+            for (_, step), mark in zip(steps, marks[1:], strict=True):
+                step()
+                mark.record(stream)
+        if gate is not None:
+            gate.release()
+    events[-1][-1].synchronize()
+    totals = [float(cuda.get_elapsed_time(m[0], m[-1])) for m in events]
+    per_step = {name: [float(cuda.get_elapsed_time(m[j], m[j + 1])) for m in events]
+                for j, (name, _) in enumerate(steps)}  # fmt: skip
+    return totals, per_step
+
+
+def time_host_calls(
+    steps: list[tuple[str, Callable[[], None]]], repeats: int
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Milliseconds of each of ``repeats`` runs of host code, and of each step, by the
+    host's clock."""
+    totals: list[float] = []
+    per_step: dict[str, list[float]] = {name: [] for name, _ in steps}
+    for _ in range(repeats):
+        started = mark = time.perf_counter()
+        for name, step in steps:
+            step()
+            now = time.perf_counter()
+            per_step[name].append((now - mark) * 1e3)
+            mark = now
+        totals.append((mark - started) * 1e3)
+    return totals, per_step
+
+
+def time_config(
+    launcher: Launcher,
+    policy: TimingPolicy,
+    flush: Callable[[], None] | None,
+    gate: Gate | None = None,
+    cuda: Any = None,
+) -> dict[str, Any]:
+    """Warm up, then time in batches until the median is known within the policy's target
+    (adaptive repeats); the record's timing fields, with each step's median where a
+    configuration makes several launches. A GPU launcher's batches wait behind the ``gate``
+    while they are enqueued; should a hold end by its limit (a step waited for the stream,
+    or the host stalled for that long), that batch is timed again and the rest too without
+    it, and the record's ``gated`` says so. ``cuda``: as for time_launches."""
+    for _ in range(policy.warmup):
+        launcher.launch()
+    steps: dict[str, list[float]] = {name: [] for name, _ in launcher.steps}
+    holding = gate if launcher.gated else None
+
+    def batch(n: int) -> list[float]:
+        nonlocal holding
+        if launcher.on_host:
+            totals, per_step = time_host_calls(launcher.steps, n)
+        else:
+            totals, per_step = time_launches(launcher.steps, n, flush, holding, cuda)
+            if holding is not None and holding.gave_up():
+                holding = None
+                totals, per_step = time_launches(launcher.steps, n, flush, None, cuda)
+        for name, values in per_step.items():
+            steps[name] += values
+        return totals
+
+    times, note = adaptive_repeats(batch, policy)
+    record = {**timing_stats(times), "repeats": len(times), "times_ms": times,
+              "time_unstable": bool(note), "time_note": note}  # fmt: skip
+    if not launcher.on_host:
+        record["gated"] = holding is not None
+    if len(steps) > 1:
+        record["step_ms"] = {name: float(np.median(values)) for name, values in steps.items()}
+    return record

@@ -1,0 +1,68 @@
+"""The measuring journal: per-configuration events, appended as they happen.
+
+The worker appends a ``start`` line before it touches a configuration and a ``done`` line
+with its record after, each on disk before it goes on. An interrupted or crashed job
+therefore loses nothing it measured: the next run reuses every ``done`` record whose
+fingerprint still matches, and a ``start`` without a ``done`` names the configuration
+that took the worker down. The stage and its worker also agree here on the worker's
+command and the exit code of a lost CUDA context.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..files import append_line
+from ..plan import Record
+
+# The command of a worker (measure.worker), followed by the plan and the journal.
+WORKER = (sys.executable, "-m", "ncuflow.measure.worker")
+# The worker exits with this code after a fault that leaves the CUDA context unusable.
+EXIT_CONTEXT_LOST = 3
+
+
+def started(path: Path, config_id: str) -> None:
+    append_line(path, {"event": "start", "config_id": config_id})
+
+
+def finished(path: Path, config_id: str, record: Record) -> None:
+    append_line(path, {"event": "done", "config_id": config_id, "record": record.to_json()})
+
+
+def running(path: Path) -> str | None:
+    """The configuration a worker is on now: the last event of the file is its start (read
+    from the file's end, so polling a long file stays cheap)."""
+    if not path.exists():
+        return None
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, handle.tell() - 4096))
+        lines = handle.read().decode(errors="replace").splitlines()
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        return entry["config_id"] if entry.get("event") == "start" else None
+    return None
+
+
+def read(path: Path) -> tuple[dict[str, Record], list[str]]:
+    """(finished records by config_id, config_ids started but never finished)."""
+    done: dict[str, Record] = {}
+    begun: list[str] = []
+    if not path.exists():
+        return done, begun
+    for line in path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a crash
+        if entry.get("event") == "start":
+            begun.append(entry["config_id"])
+        elif entry.get("event") == "done":
+            done[entry["config_id"]] = Record.from_json(entry["record"], f"{path}: a record")
+    return done, [c for c in begun if c not in done]

@@ -1,0 +1,371 @@
+"""One problem size of a family: inputs drawn, outputs allocated and poisoned, the float64
+reference, and the checks of the outputs against it.
+
+Everything here works on NumPy and CuPy arrays alike (``xp``): host variants and the tests
+use NumPy, GPU variants CuPy. Inputs are drawn on the host with NumPy's generator (seeded,
+so a seed reproduces them on any machine) and never all zero; outputs are poisoned before
+each checked launch so that an element the kernel never wrote cannot pass.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import NcuflowError
+from ..gpu import cupy
+from ..plan import ConfigRow, Plan
+from ..spec.model import FLOAT_DTYPES, Check, Tensor, Variant, pad_step, storage_dtype
+
+if TYPE_CHECKING:
+    from ..spec.family import Family
+
+# The draw of a tensor that declares none: values with both signs (cancellation errors
+# show) and never zero everywhere.
+DEFAULT_FLOAT_DRAW = ("uniform", (-1.0, 1.0))
+DEFAULT_INT_DRAW = ("integers", (-100.0, 100.0))
+DEFAULT_UINT_DRAW = ("integers", (0.0, 100.0))
+# The poison of floating outputs: a NaN with a payload no arithmetic produces (a computed
+# NaN is the canonical quiet one), so that "never written" and "NaN written" stay apart.
+POISON_BITS = {2: 0x7D5A, 4: 0x7FA5A5A5, 8: 0x7FF4A5A5A5A5A5A5}
+_UINT = {2: "uint16", 4: "uint32", 8: "uint64"}
+
+
+def poisoned(out: Any) -> Any:
+    """Where a floating output still holds the poison (a boolean array)."""
+    size = np.dtype(out.dtype).itemsize
+    return out.view(_UINT[size]) == POISON_BITS[size]
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    """The NumPy/CuPy dtype that stores values of ``dtype``."""
+    if dtype == "bfloat16":
+        raise NcuflowError(
+            "bfloat16 tensors cannot be allocated by the harness: neither NumPy nor CuPy has a "
+            "bfloat16 array type; declare the tensor as uint16 (its bits) or float32"
+        )
+    return np.dtype(storage_dtype(dtype))
+
+
+def _copy_into(padded: Any, source: Any) -> Callable[[], None]:
+    target = padded[..., : source.shape[-1]]
+
+    def copy() -> None:
+        target[...] = source
+
+    return copy
+
+
+def shape_of(tensor: Tensor, dims: Mapping[str, int]) -> tuple[int, ...]:
+    return tuple(int(e(dims)) for e in tensor.shape)
+
+
+def draw(
+    rng: np.random.Generator, tensor: Tensor, shape: tuple[int, ...], dtype: str
+) -> np.ndarray:
+    """Values for one input, on the host, as its declaration (or the default) says."""
+    floating = dtype in FLOAT_DTYPES
+    default = (
+        DEFAULT_FLOAT_DRAW
+        if floating
+        else (DEFAULT_UINT_DRAW if dtype.startswith("uint") else DEFAULT_INT_DRAW)
+    )
+    kind, (a, b) = tensor.draw or default
+    if kind == "uniform":
+        values = rng.random(shape, dtype=np.float32) * np.float32(b - a) + np.float32(a)
+    elif kind == "normal":
+        values = rng.standard_normal(shape, dtype=np.float32) * np.float32(b) + np.float32(a)
+    else:
+        values = rng.integers(int(a), int(b), size=shape, dtype=np.int64)
+    array = values.astype(numpy_dtype(dtype))
+    if array.size and not array.any():
+        raise NcuflowError(
+            f"input {tensor.name} drew only zeros ({kind} {[a, b]} as {dtype}): a kernel that "
+            "ignores it would pass the check; widen its draw"
+        )
+    return array
+
+
+def call_with(fn: Callable[..., Any], available: Mapping[str, Any]) -> Any:
+    """Call ``fn`` with the values it names as parameters (all of them for ``**kwargs``)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return fn(**available)
+    missing = [n for n, p in params.items() if n not in available and p.default is p.empty]
+    if missing:
+        raise NcuflowError(
+            f"{fn.__name__} asks for {', '.join(missing)}, which the family does not have; "
+            f"available: {', '.join(available)}"
+        )
+    return fn(**{n: available[n] for n in params if n in available})
+
+
+def array_module(array: Any) -> Any:
+    """cupy for an array in device memory, numpy otherwise (page-locked ones included)."""
+    if hasattr(array, "__cuda_array_interface__"):
+        import cupy
+
+        return cupy
+    return np
+
+
+def _on(xp: Any, array: Any) -> Any:
+    """``array`` moved to the module ``xp`` (a NumPy reference checks a CuPy output)."""
+    if array_module(array) is xp:
+        return array
+    return xp.asarray(array) if xp is not np else array.get()
+
+
+@dataclass
+class Outcome:
+    """The check of one configuration's outputs."""
+
+    ok: bool
+    message: str
+    rel_error: float | None
+    max_abs_error: float | None
+
+
+def compare(name: str, out: Any, ref: Any, check: Check | None, dtype: str) -> Outcome:
+    """One output against its reference: never-written elements first, then the check
+    (``rel_fro``, ``max_abs`` or ``exact``); the relative Frobenius and largest absolute
+    errors are measured whatever the check."""
+    xp = array_module(out)
+    ref = _on(xp, ref)
+    if tuple(out.shape) != tuple(ref.shape):
+        return Outcome(
+            False, f"reference {name} has shape {ref.shape}, output {out.shape}", None, None
+        )
+    if np.dtype(out.dtype).kind == "f":
+        unwritten = poisoned(out)
+        count = int(unwritten.sum())
+        if count:
+            return Outcome(
+                False, f"{count} of {out.size} elements of {name} never written", None, None
+            )
+        bad = int((~xp.isfinite(out) & xp.isfinite(ref)).sum())
+        if bad:
+            return Outcome(
+                False, f"{bad} of {out.size} elements of {name} are NaN or Inf written by the "
+                "kernel where the reference is finite", None, None,
+            )  # fmt: skip
+    diff = out.astype(xp.float64) - ref.astype(xp.float64)
+    scale = float(xp.linalg.norm(ref.astype(xp.float64).ravel())) or 1.0
+    rel = float(xp.linalg.norm(diff.ravel())) / scale if diff.size else 0.0
+    max_abs = float(xp.abs(diff).max()) if diff.size else 0.0
+    if check is None:
+        return Outcome(True, "", rel, max_abs)
+    limit = check.limit(dtype)
+    if check.kind == "exact":
+        wrong = int((out != ref).sum())
+        ok = wrong == 0
+        message = (
+            ""
+            if ok
+            else (
+                f"{wrong} of {out.size} elements of {name} differ from the reference "
+                f"(largest difference {max_abs:.6g})"
+            )
+        )
+    elif check.kind == "max_abs":
+        ok = max_abs <= limit
+        message = "" if ok else f"largest absolute error {max_abs:.3g} of {name} exceeds {limit:g}"
+    else:
+        ok = rel <= limit
+        message = "" if ok else f"relative error {rel:.3g} of {name} exceeds {limit:g}"
+    return Outcome(ok, message, rel, max_abs)
+
+
+class Problem:
+    """Inputs, outputs, scratch buffers and the float64 reference for one problem size.
+
+    ``xp`` is the module of device arrays (CuPy for GPU variants, NumPy for host ones);
+    tensors declared ``memory: host`` are NumPy arrays, page-locked when the variant asks
+    for ``host_memory: pinned``."""
+
+    def __init__(
+        self,
+        family: Family,
+        variant: Variant,
+        dims: Mapping[str, int],
+        scalars: Mapping[str, int | float],
+        seed: int,
+        dtypes: tuple[str, str],
+        xp: Any = np,
+    ) -> None:
+        self.family, self.variant, self.dims, self.xp = family, variant, dict(dims), xp
+        self.in_dtype, self.out_dtype = dtypes
+        rng = np.random.default_rng(seed)
+        drawn: dict[str, np.ndarray] = {}
+        if family.draw_function:
+            made = call_with(family.function(family.draw_function), {"dims": self.dims, "rng": rng})
+            drawn = {k: np.asarray(v) for k, v in (made or {}).items()}
+        self.inputs: dict[str, Any] = {}
+        for name, tensor in family.inputs.items():
+            shape, dtype = shape_of(tensor, dims), self.dtype_of(tensor)
+            host = drawn.get(name)
+            if host is None:
+                host = draw(rng, tensor, shape, dtype)
+            elif host.shape != shape:
+                raise NcuflowError(
+                    f"{family.draw_function} gave {name} shape {host.shape}, expected {shape}"
+                )
+            self.inputs[name] = self._place(tensor, host.astype(numpy_dtype(dtype), copy=False))
+        self.outputs = {
+            name: self._empty(tensor, shape_of(tensor, dims), self.dtype_of(tensor))
+            for name, tensor in family.outputs.items()
+        }
+        self.scratch: dict[str, Any] = {}  # a configuration's buffers (prepare_scratch)
+        self.padded: dict[str, Any] = {}  # row-padded copies of inputs (pad_rows)
+        self.scalars = {
+            name: numpy_dtype(family.scalars[name].dtype).type(value)
+            for name, value in scalars.items()
+        }
+        self.index = np.dtype(family.index_type).type
+        self.returned: dict[str, Any] = {}  # outputs a library call returned instead of writing
+        self.reference = self._reference()
+
+    def dtype_of(self, tensor: Tensor) -> str:
+        return tensor.element_dtype(self.in_dtype, self.out_dtype)
+
+    def _place(self, tensor: Tensor, host: np.ndarray) -> Any:
+        if tensor.memory == "device":
+            return self.xp.asarray(host)
+        placed = self._empty(tensor, host.shape, str(host.dtype))
+        placed[...] = host
+        return placed
+
+    def _empty(self, tensor: Tensor, shape: tuple[int, ...], dtype: str) -> Any:
+        if tensor.memory == "device":
+            return self.xp.empty(shape, dtype=numpy_dtype(dtype))
+        if self.variant.host_memory == "pinned":
+            import cupyx
+
+            return cupyx.empty_pinned(shape, dtype=numpy_dtype(dtype))
+        return np.empty(shape, dtype=numpy_dtype(dtype))
+
+    def _reference(self) -> dict[str, Any]:
+        """The family's reference on the inputs the kernel sees (fp16-rounded for fp16
+        inputs), floating ones in float64; it may also name dimensions and scalars."""
+        xp = self.xp
+        values = {
+            name: _on(xp, a).astype(xp.float64) if np.dtype(a.dtype).kind == "f" else _on(xp, a)
+            for name, a in self.inputs.items()
+        }
+        available = {**values, **self.dims, **{k: float(v) if isinstance(v, np.floating) else int(v)
+                                               for k, v in self.scalars.items()}}  # fmt: skip
+        result = call_with(self.family.function(self.family.reference), available)
+        missing = set(self.outputs) - set(result or {})
+        if missing:
+            raise NcuflowError(
+                f"the reference {self.family.reference} returned no {', '.join(sorted(missing))}"
+            )
+        return result
+
+    def prepare_scratch(self, env: Mapping[str, int], names: set[str]) -> None:
+        """Allocate the scratch buffers ``names`` for one configuration (their shapes may
+        name what its expressions may: ``env``, from Family.scope), releasing the previous
+        configuration's. They start zeroed: a kernel may keep flags there that it clears
+        again before it ends."""
+        self.scratch = {}
+        for name in names:
+            tensor = self.variant.scratch[name]
+            self.scratch[name] = self.xp.zeros(
+                shape_of(tensor, env), dtype=numpy_dtype(self.dtype_of(tensor))
+            )
+
+    def pad_rows(
+        self,
+        lengths: Mapping[str, int],
+        copier: Callable[[Any, Any], Callable[[], None]] | None = None,
+    ) -> list[tuple[str, Callable[[], None]]]:
+        """Row-padded copies of the inputs in ``lengths`` whose rows are shorter than that
+        (zeros past the input's values), which arguments take in the inputs' place from now
+        on; and the steps, pad_<input>, that fill them, run and timed with the launches:
+        ``copier(padded, input)`` makes one (the harness's kernel on a GPU), by default an
+        assignment to the padded copy's first columns."""
+        copier = copier or _copy_into
+        self.padded = {}
+        steps = []
+        for name, length in lengths.items():
+            source = self.inputs[name]
+            if length == source.shape[-1]:
+                continue
+            padded = self.xp.zeros((*source.shape[:-1], length), dtype=source.dtype)
+            self.padded[name] = padded
+            steps.append((pad_step(name), copier(padded, source)))
+        return steps
+
+    def arg(self, name: str) -> Any:
+        """A kernel or library argument by name: a tensor (or its row-padded copy), a
+        scratch buffer, a scalar or a dimension (passed as the family's index type)."""
+        for table in (self.padded, self.inputs, self.outputs, self.scratch, self.scalars):
+            if name in table:
+                return table[name]
+        return self.index(self.dims[name])
+
+    def poison(self) -> None:
+        """Fill every output with a value no kernel computes by accident: a NaN with its own
+        payload (POISON_BITS) for floating outputs, the most negative value for integer ones."""
+        self.returned = {}
+        for out in self.outputs.values():
+            kind = np.dtype(out.dtype)
+            if kind.kind == "f":
+                out.view(_UINT[kind.itemsize]).fill(POISON_BITS[kind.itemsize])
+            else:
+                out.fill(np.iinfo(kind).min)
+
+    def check(self) -> Outcome:
+        """Every output against the reference, by its check and the family's check function."""
+        worst_rel: float | None = None
+        worst_abs: float | None = None
+        failures = []
+        for name in self.family.outputs:
+            out = self.returned.get(name, self.outputs[name])
+            result = compare(name, out, self.reference[name], self.family.checks.get(name),
+                             self.in_dtype)  # fmt: skip
+            if result.rel_error is not None:
+                worst_rel = max(worst_rel or 0.0, result.rel_error)
+                worst_abs = max(worst_abs or 0.0, result.max_abs_error or 0.0)
+            if not result.ok:
+                failures.append(result.message)
+        if self.family.check_function and not failures:
+            outputs = {n: self.returned.get(n, o) for n, o in self.outputs.items()}
+            ok, message = call_with(
+                self.family.function(self.family.check_function),
+                {"outputs": outputs, "reference": self.reference, "dims": self.dims},
+            )
+            if not ok:
+                failures.append(
+                    str(message) or f"{self.family.check_function} rejected the outputs"
+                )
+        rel = None if worst_rel is None or math.isnan(worst_rel) else worst_rel
+        return Outcome(not failures, "; ".join(failures), rel, worst_abs)
+
+
+def inputs_seed(plan: Plan) -> int:
+    """The seed of a job's inputs: the config's, or a fresh one (recorded with each record)."""
+    if plan.seed is not None:
+        return int(plan.seed)
+    return int(np.random.SeedSequence().generate_state(1)[0])
+
+
+def by_size(rows: list[ConfigRow]) -> Iterator[list[ConfigRow]]:
+    """Configurations grouped by problem size, so that inputs are drawn once per size."""
+    sizes: dict[str, list[ConfigRow]] = {}
+    for row in rows:
+        sizes.setdefault(json.dumps(row.dims, sort_keys=True), []).append(row)
+    yield from sizes.values()
+
+
+def problem_for(plan: Plan, family: Family, variant: Variant, row: ConfigRow, seed: int) -> Problem:
+    """The problem of ``row``'s size: on the GPU (CuPy) for a GPU variant, on the host
+    (NumPy, no CUDA needed) for a host one."""
+    xp = np if variant.runs_on == "cpu" else cupy()
+    return Problem(family, variant, row.dims, plan.scalars, seed, (row.dtype, row.out_dtype), xp)

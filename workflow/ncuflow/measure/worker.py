@@ -1,0 +1,143 @@
+"""The measuring worker (``python -m ncuflow.measure.worker PLAN JOURNAL``): a process
+that compiles, checks and times every pending configuration of a plan that has no record
+in the journal yet, appending each record as it is made.
+
+It runs apart from the stage (measure.stage), which restarts it when a kernel takes the
+CUDA context down (the worker then exits with ``EXIT_CONTEXT_LOST``) or kills it when a
+configuration outlives its time limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..gpu import cuda_errors, cupy, measured_on
+from ..plan import ConfigRow, Plan, Record, Timing
+from ..spec import Family, Variant, load_variant
+from ..vocab import COMPILE_ERROR, LAUNCH_ERROR, OK, SKIPPED, WRONG_RESULT
+from . import journal
+from .build import LaunchRefused, build_launcher
+from .clock import Gate, l2_flush, time_config
+from .journal import EXIT_CONTEXT_LOST
+from .problem import Problem, by_size, inputs_seed, problem_for
+from .timing import TimingPolicy
+
+_TMP_SOURCE = re.compile(r"\S*/tmp[^\s:]*\.cu")
+
+
+def _errors(
+    variant: Variant,
+) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(errors of building a launcher, errors of running it): CUDA's for a GPU variant;
+    a host variant's exceptions are bugs that stop the worker with their traceback."""
+    if variant.runs_on == "cpu":
+        return (), ()
+    from cupy.cuda.compiler import CompileException
+
+    cuda = cuda_errors()
+    return (CompileException, *cuda), cuda
+
+
+def _synchronize(variant: Variant) -> None:
+    if variant.runs_on == "gpu":
+        cupy().cuda.runtime.deviceSynchronize()
+
+
+def context_alive() -> bool:
+    """Whether this process's CUDA context still works after a failed launch."""
+    cp = cupy()
+    try:
+        cp.cuda.runtime.deviceSynchronize()
+        probe = cp.ones(1, dtype=cp.float32)
+        return float(probe.sum()) == 1.0
+    except cuda_errors():
+        return False
+
+
+def measure_config(
+    family: Family,
+    variant: Variant,
+    row: ConfigRow,
+    problem: Problem,
+    timing: Timing,
+    flush: Callable[[], None] | None,
+    gate: Gate | None = None,
+) -> Record:
+    """Compile, check (poisoned outputs against the reference), then time one configuration."""
+    build_errors, run_errors = _errors(variant)
+    try:
+        launcher = build_launcher(family, variant, row, problem)
+    except LaunchRefused as exc:
+        return Record.failed(LAUNCH_ERROR, str(exc))
+    except build_errors as exc:  # a kernel name missing from the cubin too
+        return Record.failed(COMPILE_ERROR, _TMP_SOURCE.sub(variant.path.name, str(exc)).strip())
+    record = Record(OK, **launcher.attributes)
+    try:
+        problem.poison()
+        launcher.launch()
+        _synchronize(variant)
+    except run_errors as exc:
+        return record.but(status=LAUNCH_ERROR, error=f"checked launch failed: {exc}")
+    outcome = problem.check()
+    record = record.but(rel_error=outcome.rel_error, max_abs_error=outcome.max_abs_error)
+    if not outcome.ok:  # timed and profiled all the same, but never "best"
+        record = record.but(status=WRONG_RESULT, error=outcome.message)
+    try:
+        timed = time_config(launcher, TimingPolicy.from_config(timing.to_json()), flush, gate)
+    except run_errors as exc:
+        return record.but(status=LAUNCH_ERROR, error=f"timed launch failed: {exc}")
+    return record.but(**timed)
+
+
+def missing_modules(variant: Variant) -> list[str]:
+    """The Python modules a variant requires that this machine lacks."""
+    return [m for m in variant.requires if importlib.util.find_spec(m) is None]
+
+
+def measure_worker(plan_path: Path, journal_path: Path) -> int:
+    """Measure every pending configuration that has no record yet; append records."""
+    plan = Plan.load(plan_path)
+    family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
+    done, _ = journal.read(journal_path)
+    todo = [row for row in plan.pending if row.config_id not in done]
+    missing = missing_modules(variant)
+    if missing:  # decided where the job runs: a vendor library may be on the GPU machine only
+        reason = (f"variant {variant.name} requires {', '.join(missing)}, which this machine "
+                  "does not have; it is skipped, never faked")  # fmt: skip
+        for row in todo:
+            journal.finished(journal_path, row.config_id,
+                             Record.failed(SKIPPED, reason, plan.fingerprint(row)))  # fmt: skip
+        return 0
+    seed, device, flush, gate = inputs_seed(plan), measured_on(variant.runs_on), None, None
+    if variant.runs_on == "gpu":
+        gate = Gate()
+        if plan.timing.flush_l2:
+            flush = l2_flush()
+    for rows in by_size(todo):
+        problem = problem_for(plan, family, variant, rows[0], seed)
+        for row in rows:
+            journal.started(journal_path, row.config_id)
+            record = measure_config(family, variant, row, problem, plan.timing, flush, gate)
+            record = record.but(seed=seed, fingerprint=plan.fingerprint(row), device=device)
+            journal.finished(journal_path, row.config_id, record)
+            if record.status == LAUNCH_ERROR and not context_alive():
+                return EXIT_CONTEXT_LOST
+        del problem
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ncuflow.measure.worker")
+    parser.add_argument("plan", type=Path)
+    parser.add_argument("journal", type=Path)
+    args = parser.parse_args(argv)
+    return measure_worker(args.plan, args.journal)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The one module that runs Nsight Compute (``ncu``): finding it, asking it what it knows,
+building its command line, running it under a time limit, exporting its reports.
+
+Every message names ncu's own words and the fix; nothing here knows about plans or
+stages (profile/ runs the profiling stage on top of this).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import NcuflowError
+from .metrics import base_name
+from .vocab import NVTX_PREFIX
+
+PERMISSION_HELP = (
+    "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): the driver lets "
+    "only administrators profile. Either run the workflow as root (or with sudo), or allow "
+    "every user: as root write 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' to "
+    "/etc/modprobe.d/nvidia-profiling.conf and reboot (see "
+    "https://developer.nvidia.com/ERR_NVGPUCTRPERM). The timings already measured are kept."
+)
+# The sections of ncu 2025.3 (ncu --list-sections), checked against where ncu is absent.
+KNOWN_SECTIONS = (
+    "ComputeWorkloadAnalysis", "InstructionStats", "LaunchStats", "MemoryWorkloadAnalysis",
+    "MemoryWorkloadAnalysis_Chart", "MemoryWorkloadAnalysis_Tables", "NumaAffinity", "Nvlink",
+    "Nvlink_Tables", "Nvlink_Topology", "Occupancy", "PmSampling", "PmSampling_WarpStates",
+    "SchedulerStats", "SourceCounters", "SpeedOfLight",
+    "SpeedOfLight_HierarchicalDoubleRooflineChart", "SpeedOfLight_HierarchicalHalfRooflineChart",
+    "SpeedOfLight_HierarchicalSingleRooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart",
+    "SpeedOfLight_RooflineChart", "WarpStateStats", "WorkloadDistribution",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NcuSettings:
+    """How ncu runs: the executable, what it collects, its clocks, and how many
+    configurations one ncu process profiles (a chunk)."""
+
+    path: str = "ncu"
+    sections: tuple[str, ...] = ()
+    clock_control: str = "none"
+    extra_metrics: tuple[str, ...] = ()
+    chunk_size: int = 16
+
+    @classmethod
+    def from_config(cls, ncu: dict[str, Any]) -> NcuSettings:
+        """The settings of a config's ``ncu`` section (validated, defaults filled)."""
+        return cls(ncu["path"], tuple(ncu["sections"]), ncu["clock_control"],
+                   tuple(ncu["extra_metrics"]), ncu["chunk_size"])  # fmt: skip
+
+    def recorded(self) -> dict[str, Any]:
+        """The settings that decide what a profile holds, as a capture records them."""
+        return {"sections": list(self.sections), "clock_control": self.clock_control,
+                "extra_metrics": list(self.extra_metrics)}  # fmt: skip
+
+
+class ProfileFailed(NcuflowError):
+    """ncu could not profile a chunk (it failed, or outlived its time limit): the chunk's
+    configurations become profile_error with this message; the others go on."""
+
+
+def find_ncu(path: str) -> str:
+    """The ncu executable, or a message that says how to point at it."""
+    found = shutil.which(path)
+    if found is None:
+        raise NcuflowError(
+            f"ncu (Nsight Compute) was not found: ncu.path is {path!r} and no such program "
+            "is on PATH. Put Nsight Compute's folder on PATH (for example "
+            "export PATH=/usr/local/cuda/bin:$PATH), or set ncu.path in config.yaml to the "
+            "full path of ncu (for example /opt/nvidia/nsight-compute/2025.3.1/ncu)"
+        )
+    return found
+
+
+def ncu_version(ncu: str) -> str:
+    proc = subprocess.run([ncu, "--version"], capture_output=True, text=True)
+    return proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 else "unknown"
+
+
+@functools.cache
+def installed_sections(ncu_path: str) -> tuple[str, ...] | None:
+    """The section identifiers the installed ncu knows, or None where there is no ncu."""
+    ncu = shutil.which(ncu_path)
+    if ncu is None:
+        return None
+    proc = subprocess.run([ncu, "--list-sections"], capture_output=True, text=True, timeout=60)
+    names = [line.split()[0] for line in proc.stdout.splitlines() if line.split()]
+    names = [n for n in names if n.replace("_", "").isalnum()]
+    # a listing that lacks the basic sections was not understood: use the known list
+    return tuple(names) if {"SpeedOfLight", "LaunchStats"} <= set(names) else None
+
+
+def available_metrics(ncu: str, wanted: Sequence[str], log: Callable[[str], None]) -> list[str]:
+    """The metrics of ``wanted`` that this GPU has (ncu refuses a run that asks for one it
+    lacks: fp8 tensor counters before Hopper, say); the rest are logged, never asked for."""
+    proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise NcuflowError(f"ncu --query-metrics failed: {proc.stderr.strip()[-2000:]}")
+    bases = {line.split()[0] for line in proc.stdout.splitlines() if "__" in line.split(" ")[0]}
+    kept = [m for m in wanted if base_name(m) in bases or m.startswith("launch__")]
+    missing = sorted(set(wanted) - set(kept))
+    if missing:
+        log(f"this GPU has no {len(missing)} of the registry's metrics: {', '.join(missing)}")
+    return kept
+
+
+def ncu_command(
+    ncu: str,
+    report: Path,
+    sections: Sequence[str],
+    clock_control: str,
+    metrics_list: Sequence[str],
+    target: Sequence[str],
+) -> list[str]:
+    """ncu over ``target`` (a command), kept to ncuflow's NVTX ranges, into ``report``."""
+    metrics = ",".join(dict.fromkeys(metrics_list))
+    command = [ncu, "--nvtx", "--nvtx-include", f"regex:{NVTX_PREFIX}.*/"]
+    command += ["--clock-control", clock_control, "--force-overwrite", "-o", str(report)]
+    for section in sections:
+        command += ["--section", section]
+    return [*command, "--metrics", metrics, *target]
+
+
+def run_ncu(
+    command: Sequence[str], log: Callable[[str], None], timeout_s: float | None = None
+) -> float:
+    """Run one ncu process; seconds it took. Errors carry ncu's own words and the fix; a
+    process that outlives ``timeout_s`` is killed with everything it started."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        for line in output.splitlines():
+            log(line)
+        raise ProfileFailed(
+            f"ncu did not finish within {timeout_s:.0f} s (its time limit): killed"
+        ) from None
+    seconds = time.perf_counter() - started
+    for line in output.splitlines():
+        log(line)
+    if "ERR_NVGPUCTRPERM" in output:
+        raise NcuflowError(PERMISSION_HELP)
+    if proc.returncode != 0 or "==ERROR==" in output:
+        errors = [line for line in output.splitlines() if "==ERROR==" in line or "Error" in line]
+        shown = "\n".join(errors[-10:] or output.strip().splitlines()[-10:])
+        raise ProfileFailed(f"ncu failed (exit code {proc.returncode}): {shown}")
+    return seconds
+
+
+def export_csv(ncu: str, report: Path, csv_path: Path) -> None:
+    """The raw page of a report as CSV, in base units (bytes, ns, Hz, %)."""
+    command = [ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise NcuflowError(f"ncu could not export {report}: {proc.stderr.strip()[-2000:]}")
+    csv_path.write_text(proc.stdout)

@@ -1,0 +1,305 @@
+"""The typed plan, configuration row and measurement record: what flows between stages.
+
+A **plan** (``plan.json``) is what one GPU job measures: one part of one variant of one
+experiment, with the study's timing settings, seed and scalars, and its **configuration
+rows** (one per combination of tunables and problem size, skipped ones included). A
+**record** is what measuring one configuration gave (``measure.json`` maps configuration
+ids to records). Each is built in one place (plans by ``study.config``, rows by
+``study.expand``, records through the constructors below) and read back through
+``from_json``, which checks every key and names the file of anything wrong. The JSON
+forms are exactly those of earlier versions, so every committed capture still reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import NcuflowError
+from .files import read_json
+from .vocab import LAUNCH_ERROR, PENDING, SKIPPED, TIMED, TIMEOUT, VERSION
+
+Json = dict[str, Any]
+
+
+def _take(data: Any, cls: type, where: str, required: tuple[str, ...]) -> Json:
+    """``data``'s keys, checked against the fields of ``cls``: every required one there, no
+    other one."""
+    if not isinstance(data, dict):
+        raise NcuflowError(f"{where}: expected a mapping, got {type(data).__name__}")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    missing = [k for k in required if k not in data]
+    if unknown or missing:
+        parts = (missing and f"missing {', '.join(missing)}",
+                 unknown and f"unknown {', '.join(unknown)}")  # fmt: skip
+        detail = "; ".join(p for p in parts if p)
+        raise NcuflowError(f"{where}: {detail}; it was written by another ncuflow or edited")
+    return data
+
+
+def _present(obj: Any, always: tuple[str, ...] = ()) -> Json:
+    """The fields of a dataclass as JSON: those in ``always`` whatever their value, the
+    others where they are not None (absent in the JSON of older versions)."""
+    out = {}
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if value is not None or f.name in always:
+            out[f.name] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How a plan's configurations are timed (the config's ``timing`` section), and by
+    which methods (``l2_flush``, ``enqueue``: absent in plans from before each existed).
+    Values keep the type the config gave them: they are part of every fingerprint."""
+
+    warmup: int = 3
+    min_repeats: int = 20
+    max_repeats: int = 2000
+    target_ci_pct: float = 1.0
+    budget_s: float = 2.0
+    timeout_s: float | None = None
+    timeout_floor_s: float = 60
+    flush_l2: bool = True
+    l2_flush: str | None = None
+    enqueue: str | None = None
+
+    def to_json(self) -> Json:
+        return _present(self, always=("timeout_s",))
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "timing") -> Timing:
+        return cls(**_take(data, cls, where, ()))
+
+
+@dataclass(frozen=True)
+class LaunchGeometry:
+    """One launch a configuration makes: a kernel's grid, block and dynamic shared memory,
+    or a library function (name only)."""
+
+    name: str
+    block: tuple[int, ...] | None = None
+    grid: tuple[int, ...] | None = None
+    dynamic_smem: int | None = None
+
+    def to_json(self) -> Json:
+        out = _present(self)
+        for key in ("block", "grid"):
+            if key in out:
+                out[key] = list(out[key])
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "launch") -> LaunchGeometry:
+        data = _take(data, cls, where, ("name",))
+        tuples = {k: tuple(data[k]) for k in ("block", "grid") if data.get(k) is not None}
+        return cls(**{**data, **tuples})
+
+
+@dataclass(frozen=True)
+class ConfigRow:
+    """One configuration of a variant: its tunables (``params``) and problem size
+    (``dims``), whether it runs (``status`` pending or skipped, with the reason in
+    ``error``), its analytic counts and the launches it makes. ``grid_facts``: the device
+    facts its launch geometry follows (only on rows whose grid names one)."""
+
+    experiment: str
+    family: str
+    variant: str
+    config_id: str
+    dtype: str
+    out_dtype: str
+    dims: dict[str, int]
+    params: dict[str, int]
+    status: str
+    error: str
+    flops: int
+    min_bytes: int
+    output_bytes: int
+    launches: tuple[LaunchGeometry, ...] = ()
+    model_dram_bytes: int | None = None
+    executed_flops: int | None = None
+    grid_facts: dict[str, int] | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.status == PENDING
+
+    def to_json(self) -> Json:
+        out = _present(self)
+        out["launches"] = [launch.to_json() for launch in self.launches]
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "configs[]") -> ConfigRow:
+        required = tuple(f.name for f in fields(cls) if f.default is not None
+                         and f.name != "launches")  # fmt: skip
+        data = _take(data, cls, where, required)
+        launches = tuple(LaunchGeometry.from_json(g, f"{where}.launches[{i}]")
+                         for i, g in enumerate(data.get("launches") or ()))  # fmt: skip
+        if data["status"] not in (PENDING, SKIPPED):
+            raise NcuflowError(f"{where}: status {data['status']!r} is neither {PENDING} nor "
+                               f"{SKIPPED}")  # fmt: skip
+        return cls(**{**data, "launches": launches})
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one job measures: one part of one (experiment, variant), written as plan.json.
+    ``device_facts``: the facts restrictions and grids were decided with (absent in plans
+    from before they could name them)."""
+
+    experiment: str
+    family: str
+    variant: str
+    kernels_dir: str
+    family_fingerprint: str
+    seed: int | None
+    timing: Timing
+    scalars: dict[str, int | float]
+    configs: tuple[ConfigRow, ...]
+    device_facts: dict[str, int] | None = None
+
+    @property
+    def pending(self) -> list[ConfigRow]:
+        return [row for row in self.configs if row.pending]
+
+    def row(self, config_id: str) -> ConfigRow:
+        return next(row for row in self.configs if row.config_id == config_id)
+
+    def with_configs(self, configs: tuple[ConfigRow, ...] | list[ConfigRow]) -> Plan:
+        return replace(self, configs=tuple(configs))
+
+    def fingerprint(self, row: ConfigRow) -> str:
+        """What decides a measurement: kernel sources, the configuration (and the device
+        facts its launch geometry follows), its dtype and scalars, timing and seed."""
+        key = {
+            "ncuflow": VERSION,
+            "family": self.family_fingerprint,
+            "variant": self.variant,
+            "config": {
+                "config_id": row.config_id,
+                "dims": row.dims,
+                "params": row.params,
+                "dtype": row.dtype,
+            },
+            "scalars": self.scalars,
+            "timing": self.timing.to_json(),
+            "seed": self.seed,
+        }
+        # only a row whose grid follows the device's facts has them: the others keep the
+        # fingerprints they had before grids could
+        if row.grid_facts is not None:
+            key["grid_facts"] = row.grid_facts
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+    def to_json(self) -> str:
+        data = _present(self, always=("seed",))
+        data["timing"] = self.timing.to_json()
+        data["configs"] = [row.to_json() for row in self.configs]
+        return json.dumps(data, indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "plan") -> Plan:
+        data = _take(data, cls, where, tuple(f.name for f in fields(cls)
+                                             if f.name != "device_facts"))  # fmt: skip
+        configs = tuple(ConfigRow.from_json(row, f"{where}: configs[{i}]")
+                        for i, row in enumerate(data["configs"]))  # fmt: skip
+        timing = Timing.from_json(data["timing"], f"{where}: timing")
+        return cls(**{**data, "timing": timing, "configs": configs})
+
+    @classmethod
+    def load(cls, path: Path) -> Plan:
+        return cls.from_json(read_json(path, "a job's plan"), str(path))
+
+
+# Keys every record has, whatever became of its configuration.
+_ALWAYS = ("status", "error", "rel_error", "repeats")
+
+
+@dataclass(frozen=True)
+class Record:
+    """What measuring one configuration gave: its status and error, the check's errors,
+    and for a timed one its times (milliseconds) and their summary, the compiled kernel's
+    resources, the seed of its inputs, the device it ran on and its fingerprint."""
+
+    status: str
+    error: str = ""
+    rel_error: float | None = None
+    repeats: int = 0
+    fingerprint: str | None = None
+    max_abs_error: float | None = None
+    time_ms: float | None = None
+    time_ms_iqr: float | None = None
+    time_cv: float | None = None
+    time_ci95_pct: float | None = None
+    time_unstable: bool | None = None
+    time_note: str | None = None
+    times_ms: list[float] | None = None
+    gated: bool | None = None  # whether its batches waited behind the gate (GPU only)
+    step_ms: dict[str, float] | None = None  # each launch's median, where there are several
+    registers_per_thread_compiled: int | None = None
+    static_smem_bytes: int | None = None
+    local_bytes_per_thread: int | None = None
+    seed: int | None = None
+    device: str | None = None
+
+    @classmethod
+    def failed(cls, status: str, error: str, fingerprint: str | None = None) -> Record:
+        """A configuration that produced no time."""
+        return cls(status=status, error=error, fingerprint=fingerprint)
+
+    @classmethod
+    def timed_out(cls, limit_s: float, fingerprint: str) -> Record:
+        return cls.failed(TIMEOUT, f"no result after {limit_s:.0f} s (its time limit, "
+                          "timing.timeout_s): killed with its worker; a fresh worker went on "
+                          "with the rest", fingerprint)  # fmt: skip
+
+    @classmethod
+    def crashed(cls, code: int, tail: str, fingerprint: str) -> Record:
+        return cls.failed(LAUNCH_ERROR, f"the worker died (exit code {code}) running this "
+                          f"configuration: {tail}", fingerprint)  # fmt: skip
+
+    def but(self, **changes: Any) -> Record:
+        """This record with some fields changed."""
+        return replace(self, **changes)
+
+    @property
+    def summary(self) -> Json:
+        """The record as a table row holds it: everything but the raw times and the
+        fingerprint (the steps' medians become columns of their own)."""
+        return {k: v for k, v in self.to_json().items()
+                if k not in ("times_ms", "fingerprint", "step_ms")}  # fmt: skip
+
+    def to_json(self) -> Json:
+        return _present(self, always=_ALWAYS)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "record") -> Record:
+        return cls(**_take(data, cls, where, ("status",)))
+
+
+def profiled_ids(measured: dict[str, Record], profiled: bool) -> list[str]:
+    """The configurations ncu profiles: those that ran to the end (a wrong result keeps its
+    time and metrics, to show how it went wrong), of a variant ncu profiles."""
+    if not profiled:
+        return []
+    return [config_id for config_id, rec in measured.items() if rec.status in TIMED]
+
+
+def read_records(path: Path) -> dict[str, Record]:
+    """measure.json: each configuration's record, by configuration id."""
+    data = read_json(path, "a job's timing records")
+    if not isinstance(data, dict):
+        raise NcuflowError(f"{path}: expected a mapping of configuration ids to records")
+    return {cid: Record.from_json(rec, f"{path}: {cid}") for cid, rec in data.items()}
+
+
+def records_json(records: dict[str, Record]) -> str:
+    """measure.json's text."""
+    return json.dumps({cid: rec.to_json() for cid, rec in records.items()}, indent=1)

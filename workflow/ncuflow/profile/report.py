@@ -1,0 +1,76 @@
+"""Reading an Nsight Compute report (``.ncu-rep``) at full precision.
+
+NVIDIA's ``ncu_report`` module (PyPI ``ncu-report``) reads reports without a GPU and
+gives typed values; ncu's CSV export rounds percentages to two decimals, so ncuflow keeps
+the CSV for people and derives every number from the report. Each kernel maps to its
+configuration through the NVTX push/pop range the profile worker opened around it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import NcuflowError
+from ..vocab import config_of_range
+
+LONG_COLUMNS = ["config_id", "kernel_id", "kernel_name", "metric", "unit", "value"]
+
+
+def _ncu_report():
+    try:
+        import ncu_report
+    except ImportError:
+        raise NcuflowError(
+            "the ncu_report module is missing: pip install ncu-report (it reads .ncu-rep "
+            "files, with or without a GPU)"
+        ) from None
+    return ncu_report
+
+
+def _config_of(action: object) -> str | None:
+    state = action.nvtx_state()  # type: ignore[attr-defined]
+    for domain in state.domains():
+        for name in state.domain_by_id(domain).push_pop_ranges():
+            config = config_of_range(name)
+            if config is not None:
+                return config
+    return None
+
+
+def read_report(path: Path) -> pd.DataFrame:
+    """Every numeric metric of every kernel in the report, one row each (base units as ncu
+    stores them: bytes, ns, Hz, %, counts), mapped to its configuration."""
+    nr = _ncu_report()
+    numeric = {nr.IMetric.ValueKind_FLOAT, nr.IMetric.ValueKind_DOUBLE,
+               nr.IMetric.ValueKind_UINT32, nr.IMetric.ValueKind_UINT64}  # fmt: skip
+    if not Path(path).is_file() or Path(path).stat().st_size == 0:
+        return pd.DataFrame(columns=LONG_COLUMNS)
+    context = nr.load_report(str(path))
+    records = []
+    kernel_id = 0
+    for r in range(context.num_ranges()):
+        result_range = context.range_by_idx(r)
+        for a in range(result_range.num_actions()):
+            action = result_range.action_by_idx(a)
+            kernel_id += 1
+            config = _config_of(action)
+            if config is None:
+                continue  # a kernel outside every ncuflow range
+            name = action.name()
+            for metric in action.metric_names():
+                value = action[metric]
+                if value.kind() in numeric:
+                    records.append((config, kernel_id, name, metric, value.unit(),
+                                    float(value.value())))  # fmt: skip
+    if context.num_ranges() and not records:
+        raise NcuflowError(f"{path}: no kernel inside an ncuflow NVTX range")
+    return pd.DataFrame.from_records(records, columns=LONG_COLUMNS)
+
+
+def write_long(long: pd.DataFrame, path: Path) -> None:
+    """The long table as Parquet: float64 values, exactly as read. Rows sorted by metric
+    compress best (a metric's values repeat across kernels): a third of the size."""
+    ordered = long.sort_values(["metric", "config_id", "kernel_id"], kind="stable")
+    ordered.to_parquet(path, index=False, compression="zstd")

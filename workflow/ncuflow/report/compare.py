@@ -1,0 +1,148 @@
+"""Two runs compared configuration by configuration: an earlier run, another GPU, a changed
+kernel. For every configuration both measured ok: the speedup from A to B and the metrics
+that moved most; per variant the geometric-mean speedup; a table, a Markdown summary and
+a figure. Each side is a results folder or a capture (resources/captures/<name>).
+
+    ncuflow compare resources/captures/h100-sxm results --out results/compare
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..files import read_json
+from ..vocab import DEVICE, OK
+from .results import load
+
+KEY = ["experiment", "variant", "config_id"]
+# What "moved" is judged on: throughput, traffic at each level, utilisation, occupancy,
+# resources; every one a column of the table.
+METRICS = ["time_ms", "ncu_time_ms", "achieved_flops_per_s", "dram_bytes", "l2_bytes",
+           "l1_bytes", "shared_bytes", "dram_gbps", "sm_throughput_pct",
+           "memory_throughput_pct", "issue_active_pct", "achieved_occupancy_pct",
+           "theoretical_occupancy_pct", "registers_per_thread", "shared_mem_per_block",
+           "waves_per_sm", "sm_clock_hz"]  # fmt: skip
+
+
+def label(folder: Path) -> str:
+    """A side's name: its folder and, where it says, the device and date."""
+    device = folder / DEVICE
+    if device.is_file():
+        facts = read_json(device)
+        return f"{folder.name} ({facts.get('name', '?')}, {facts.get('date', '?')})"
+    return folder.name
+
+
+def compare(a: Path, b: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """(one row per configuration measured ok on both sides, what only one side has)."""
+    left, right = load(a), load(b)
+    metrics = [m for m in METRICS if m in left and m in right]
+    both = left[left["status"] == OK].merge(
+        right[right["status"] == OK], on=KEY, suffixes=("_a", "_b")
+    )
+    rows = both[KEY].copy()
+    rows["time_ms_a"], rows["time_ms_b"] = both["time_ms_a"], both["time_ms_b"]
+    rows["speedup"] = both["time_ms_a"] / both["time_ms_b"]
+    ratios = pd.DataFrame(
+        {m: both[f"{m}_b"].astype(float) / both[f"{m}_a"].astype(float) for m in metrics}
+    )
+    moved = (
+        np.log2(ratios.where(ratios > 0))
+        .abs()
+        .drop(columns=["time_ms", "ncu_time_ms"], errors="ignore")
+    )
+    # a host variant has no ncu metric: nothing moved that can be named
+    rows["moved_most"] = moved.fillna(-1.0).idxmax(axis=1).where(moved.max(axis=1) > 0)
+    pairs = zip(rows.index, rows["moved_most"], strict=True)
+    rows["moved_most_ratio"] = [ratios.at[i, m] if isinstance(m, str) else np.nan for i, m in pairs]
+    for m in metrics:
+        rows[f"{m}_ratio"] = ratios[m]
+    if "bound_a" in both:
+        rows["bound_a"], rows["bound_b"] = both["bound_a"], both["bound_b"]
+    keys_a, keys_b = (set(map(tuple, t[KEY].to_numpy())) for t in (left, right))
+    only = {"a": sorted(keys_a - keys_b), "b": sorted(keys_b - keys_a)}
+    return rows.reset_index(drop=True), only
+
+
+def geomean(values: pd.Series) -> float:
+    values = values[values > 0]
+    return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
+
+
+def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str) -> str:
+    lines = [f"# {name_b} against {name_a}", "",
+             f"{len(rows)} configurations measured ok on both sides; speedup = time on A / "
+             "time on B (above 1: B is faster).", "",
+             "| experiment | variant | configurations | geometric-mean speedup | min | max | "
+             "metric that moved most (median ratio B/A) |",
+             "|---|---|---:|---:|---:|---:|---|"]  # fmt: skip
+    for (experiment, variant), group in rows.groupby(["experiment", "variant"], sort=False):
+        counts = group["moved_most"].value_counts()
+        metric = counts.index[0] if len(counts) else "–"
+        ratio = (
+            group.loc[group["moved_most"] == metric, "moved_most_ratio"].median()
+            if len(counts)
+            else np.nan
+        )
+        cells = [experiment, variant, str(len(group)), f"{geomean(group['speedup']):.3f}",
+                 f"{group['speedup'].min():.3f}", f"{group['speedup'].max():.3f}",
+                 f"{metric} ({ratio:.3g}×)" if len(counts) else "–"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    ratios = rows[[c for c in rows if c.endswith("_ratio") and c != "moved_most_ratio"]]
+    spread = np.log2(ratios.where(ratios > 0)).abs().median().sort_values(ascending=False)
+    lines += ["", "Metrics by how far they moved (median |log2(B/A)| over all configurations):", ""]
+    lines += [f"- {name.removesuffix('_ratio')}: median ratio {ratios[name].median():.3g}×"
+              for name in spread.index[:8] if np.isfinite(spread[name])]  # fmt: skip
+    if "bound_a" in rows:
+        changed = rows[rows["bound_a"].astype(str) != rows["bound_b"].astype(str)]
+        lines += ["", f"{len(changed)} configurations changed their bound."]
+    for side, name in (("a", name_a), ("b", name_b)):
+        if only[side]:
+            lines += [
+                "",
+                f"{len(only[side])} configurations only in {name}, e.g. {only[side][0][2]}.",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def figure(rows: pd.DataFrame, name_a: str, name_b: str, out: Path) -> list[Path]:
+    """Every configuration's speedup, grouped by variant (log scale, 1 marked)."""
+    order = list(dict.fromkeys(rows["experiment"] + " / " + rows["variant"]))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(order) + 2), 4.8))
+    position = {name: i for i, name in enumerate(order)}
+    x = (rows["experiment"] + " / " + rows["variant"]).map(position)
+    jitter = np.random.default_rng(0).uniform(-0.2, 0.2, len(rows))
+    ax.scatter(x + jitter, rows["speedup"], s=14, color="#0072B2", edgecolor="black", linewidth=0.3)
+    means = rows.groupby(["experiment", "variant"], sort=False)["speedup"].apply(geomean)
+    ax.scatter(range(len(order)), means.to_numpy(), marker="_", s=400, color="#D55E00",
+               label="geometric mean", zorder=3)  # fmt: skip
+    ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(order)), order, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("speedup (time on A / time on B)")
+    ax.set_title(f"B = {name_b}\nagainst A = {name_a}", fontsize=9)
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def run(a: Path, b: Path, out: Path) -> list[Path]:
+    """The comparison's table, summary and figure in ``out``."""
+    rows, only = compare(a, b)
+    out.mkdir(parents=True, exist_ok=True)
+    name_a, name_b = label(a), label(b)
+    rows.to_csv(out / "compare.csv", index=False, float_format="%.6g")
+    (out / "compare.md").write_text(markdown(rows, only, name_a, name_b))
+    return [out / "compare.csv", out / "compare.md", *figure(rows, name_a, name_b, out / "compare")]

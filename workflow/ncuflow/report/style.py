@@ -1,0 +1,266 @@
+"""The one style of every figure, and the helpers figures share.
+
+Variants keep one colour in every figure (a colour-blind-safe palette, in the family's
+ladder order); library baselines are grey with dashed lines; the problem size is the
+marker's area; axes carry units with an SI prefix chosen for the data; legends sit
+outside the data; the footer says where the numbers come from (measured, or replayed from
+a capture). A figure that cannot be drawn becomes a note saying why (``NoFigure``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from ..device.facts import footer
+from ..metrics import ROOFLINE_LEVELS
+from ..spec import Family
+from ..vocab import COMPUTE, LATENCY, MEMORY, OK
+
+plt.rcParams.update({
+    "font.size": 9, "axes.titlesize": 10, "legend.fontsize": 8, "axes.labelsize": 9,
+    "svg.fonttype": "none",  # text stays editable text in the SVG
+    "axes.spines.top": False, "axes.spines.right": False,
+})  # fmt: skip
+
+# Okabe and Ito's colour-blind-safe palette, then Paul Tol's muted one for longer ladders;
+# variants past both repeat colours with another marker.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+           "#000000", "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77",
+           "#CC6677", "#882255", "#AA4499"]  # fmt: skip
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+BASELINE_GREYS = ["0.15", "0.45", "0.65", "0.3", "0.55"]
+LEVEL_MARKERS = dict(zip(ROOFLINE_LEVELS, ("o", "s", "^"), strict=True))
+BOUND_MARKERS = {MEMORY: "o", COMPUTE: "^", LATENCY: "s"}
+LIMIT_MARKERS = {"registers": "o", "shared_mem": "s", "warps": "^", "blocks": "D"}
+FIGSIZE = (8.0, 4.8)  # inches: a page-wide figure of a report
+# Ceiling labels stay readable where data points lie under them: drawn above the markers,
+# on a light backing.
+CEILING_LABEL: dict[str, Any] = {
+    "fontsize": 7,
+    "color": "0.3",
+    "zorder": 5,
+    "bbox": {"fc": "white", "ec": "none", "alpha": 0.7, "pad": 1},
+}
+PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+
+
+def _compact(value: float, _: Any = None) -> str:
+    """Tick labels without exponents: 0.5, 20, 500, 2k, 10M."""
+    for factor, prefix in PREFIXES[2:-1]:
+        if value >= factor:
+            return f"{value / factor:g}{prefix}"
+    return f"{value:g}"
+
+
+PLAIN = FuncFormatter(_compact)
+
+
+class NoFigure(Exception):
+    """The figure cannot be drawn for this experiment; the message says why."""
+
+
+def prefixed(values: Any, unit: str) -> tuple[float, str]:
+    """(scale, label): the SI prefix that keeps the largest value between 1 and 1000."""
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    top = float(np.abs(finite).max()) if finite.size else 1.0
+    for factor, prefix in PREFIXES:
+        if top >= factor:
+            return factor, f"{prefix}{unit}"
+    return 1.0, unit
+
+
+class Styles:
+    """Colour, marker and line of each variant, the same in every figure."""
+
+    def __init__(self, table: pd.DataFrame, family: Family) -> None:
+        variants = family.ordered(list(dict.fromkeys(table["variant"])))
+        baseline = table.groupby("variant")["baseline"].first().astype(bool)
+        self.order = variants
+        self.baselines = [v for v in variants if baseline.get(v, False)]
+        own = [v for v in variants if v not in self.baselines]
+        self.style: dict[str, dict[str, Any]] = {}
+        for i, variant in enumerate(own):
+            self.style[variant] = {
+                "color": PALETTE[i % len(PALETTE)],
+                "marker": MARKERS[i // len(PALETTE) % len(MARKERS)],
+                "ls": "-",
+                "label": variant,
+            }
+        for i, variant in enumerate(self.baselines):
+            self.style[variant] = {
+                "color": BASELINE_GREYS[i % len(BASELINE_GREYS)],
+                "marker": MARKERS[(i + 1) % len(MARKERS)],
+                "ls": "--",
+                "label": f"{variant} (library)",
+            }
+
+    def present(self, rows: pd.DataFrame) -> list[str]:
+        return [v for v in self.order if v in set(rows["variant"])]
+
+    def handles(self, variants: list[str]) -> list[Line2D]:
+        return [
+            Line2D(
+                [],
+                [],
+                color=self.style[v]["color"],
+                marker=self.style[v]["marker"],
+                ls=self.style[v]["ls"],
+                label=self.style[v]["label"],
+            )
+            for v in variants
+        ]
+
+
+def marker_areas(sizes: pd.Series) -> np.ndarray:
+    """Marker areas growing with the logarithm of the problem size (14 to 70 pt²)."""
+    values = np.log2(sizes.astype(float).clip(lower=1).to_numpy())
+    lo, hi = values.min(initial=0.0), values.max(initial=1.0)
+    return 14 + 56 * (values - lo) / ((hi - lo) or 1.0)
+
+
+def title(ax: Any, table: pd.DataFrame, text: str, device: dict[str, Any]) -> None:
+    ax.set_title(f"{table['experiment'].iloc[0]}: {text} ({device.get('name', 'unknown GPU')})")
+
+
+def size_handle(family: Family) -> Line2D:
+    return Line2D(
+        [], [], color="0.6", marker="o", ls="", label=f"larger marker: larger {family.size_axis}"
+    )
+
+
+def legend(ax: Any, handles: list[Any], title: str | None = None) -> None:
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        borderaxespad=0,
+        frameon=False,
+        title=title,
+    )
+
+
+def save(fig: Any, device: dict[str, Any], out: Path) -> list[Path]:
+    fig.text(0.01, 0.005, footer(device), fontsize=7, color="0.35", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def note(
+    table: pd.DataFrame, name: str, reason: str, device: dict[str, Any], out: Path
+) -> list[Path]:
+    """What stands in for a figure that cannot be drawn: its name and why."""
+    fig, ax = plt.subplots(figsize=(FIGSIZE[0], 1.6))
+    ax.axis("off")
+    title(ax, table, name.replace("_", " "), device)
+    ax.text(
+        0.5,
+        0.45,
+        f"not drawn: {reason}",
+        ha="center",
+        va="center",
+        wrap=True,
+        transform=ax.transAxes,
+    )
+    return save(fig, device, out)
+
+
+def log_axis(axis: Any) -> None:
+    low, high = axis.get_view_interval()
+    decades = math.log10(max(high, 1e-300) / max(low, 1e-300))
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 4 else (1.0,)))
+    axis.set_major_formatter(PLAIN)
+    axis.set_minor_formatter(NullFormatter())
+
+
+def near_sizes(sizes: pd.Series) -> list[float]:
+    """The problem sizes within 3 % of the labelled size before them (2049 after 2048): on
+    a log axis they stand on their neighbour, so a line through both would drop straight
+    down; they are drawn as hollow markers of their own, their ticks unlabelled."""
+    near, last = [], -math.inf
+    for value in sorted(sizes.astype(float).unique()):
+        if math.log10(value) - last < 0.013:
+            near.append(value)
+        else:
+            last = math.log10(value)
+    return near
+
+
+def size_ticks(ax: Any, sizes: pd.Series) -> None:
+    """A tick at every problem size on a log2 axis; a near size (near_sizes) keeps its tick
+    but not a label that would overprint."""
+    values = sorted(sizes.astype(float).unique())
+    near = set(near_sizes(sizes))
+    labels = ["" if value in near else f"{value:g}" for value in values]
+    ax.set_xticks(values, labels, rotation=45 if len(values) > 8 else 0)
+    ax.minorticks_off()
+
+
+def size_label(axis: str, sizes: pd.Series) -> str:
+    near = near_sizes(sizes)
+    hollow = f"; hollow: {', '.join(f'{v:g}' for v in near)}" if near else ""
+    return f"{axis} (elements, log scale{hollow})"
+
+
+def plot_by_size(
+    ax: Any, x: np.ndarray, y: np.ndarray, style: dict[str, Any], near: list[float], **kw: Any
+) -> None:
+    """One variant's points against the size axis: joined by its line, except the near
+    sizes, hollow and unjoined (``kw``: errorbar's yerr and looks)."""
+    yerr = kw.pop("yerr", None)
+    apart = np.isin(x, near)
+    for pick, line, face in ((~apart, style["ls"], style["color"]), (apart, "none", "white")):
+        if pick.any():
+            err = None if yerr is None else [e[pick] for e in yerr]
+            ax.errorbar(x[pick], y[pick], yerr=err, color=style["color"], marker=style["marker"],
+                        ls=line, markerfacecolor=face, **kw)  # fmt: skip
+
+
+def profiled_rows(table: pd.DataFrame) -> pd.DataFrame:
+    rows = table[(table["status"] == OK) & table["ncu_time_ms"].notna()]
+    if rows.empty:
+        reasons = table.loc[table["status"] == OK, "bound_reason"].dropna().unique()
+        raise NoFigure(
+            "no configuration was profiled by ncu" + (f" ({reasons[0]})" if len(reasons) else "")
+        )
+    return rows
+
+
+def measured_ceiling(device: dict[str, Any], name: str) -> float:
+    value = (device.get("ceilings", {}).get(name) or {}).get("value")
+    return float(value) if value else math.nan
+
+
+def marks(ax: Any, x: Any, y: Any, size: Any, color: str, marker: str) -> None:
+    """Data points, as every figure draws them: filled, outlined thinly in black, above the
+    lines and ceilings."""
+    ax.scatter(x, y, s=size, color=color, marker=marker, edgecolor="black", linewidth=0.3,
+               zorder=3)  # fmt: skip
+
+
+def flat_ceiling(
+    ax: Any, values: tuple[float, float], scale: float, text: tuple[str, str], **where: Any
+) -> None:
+    """A ceiling drawn flat: (theoretical, measured) ``values``, solid and dashed (the
+    measured one where measured), labelled ``text[0] (measured …)text[1]`` at ``where``."""
+    theory, measured = values
+    for value, style in ((theory, "-"), (measured, "--")):
+        if value > 0:
+            ax.axhline(value / scale, color="0.3", lw=0.9, ls=style)
+    label = text[0] + (f" (measured {measured / scale:,.3g})" if measured > 0 else "") + text[1]
+    ax.annotate(label, **where, **CEILING_LABEL)

@@ -1,0 +1,48 @@
+"""The GPU runner: each stage measured for real on this machine's GPU (or host)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..device.facts import facts_differences, gpu_facts, job_device, write
+from ..files import read_json
+from ..ncu import NcuSettings
+from ..plan import Plan
+from ..spec import load_variant
+from .base import Log
+
+
+class GpuRunner:
+    mode = "gpu"
+
+    def __init__(self, ncu: NcuSettings) -> None:
+        self.ncu = ncu
+
+    def measure(self, plan: Plan, plan_path: Path, out: Path, device_out: Path, log: Log) -> None:
+        from ..measure.stage import measure_stage
+
+        runs_on = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)[1].runs_on
+        here = job_device(runs_on)
+        write(device_out, here)
+        if runs_on == "gpu":
+            for line in facts_differences(plan.device_facts or {}, here):
+                log(line)
+                print(f"ncuflow: warning: {line}", file=sys.stderr)
+        measure_stage(plan_path, out, log)
+
+    def profile(self, plan: Plan, plan_path: Path, measure: Path, long: Path, csv: Path | None,
+                log: Log) -> None:  # fmt: skip
+        from ..profile.stage import profile_stage
+
+        profile_stage(plan_path, measure, long, csv, self.ncu, log)
+
+    def device_facts(self, out: Path, ceilings: Path | None, log: Log) -> None:
+        measured = read_json(ceilings) if ceilings is not None else {}
+        write(out, {**gpu_facts(self.ncu.path), "ceilings": measured})
+
+    def ceilings(self, out: Path, log: Log) -> None:
+        from ..device.ceilings import measure_ceilings
+
+        out.write_text(json.dumps(measure_ceilings(log), indent=1, sort_keys=True) + "\n")

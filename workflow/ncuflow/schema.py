@@ -1,0 +1,103 @@
+"""JSON Schemas of what users write (``workflow/schemas/``): the study config, a family's
+``family.yaml`` and a variant's declaration. Each is checked against its schema before its
+meaning is, and a failure is one line: where, what, and what is expected (the key's
+description). The reference pages in docs/reference/ are generated from the same files.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+CONFIG, FAMILY, VARIANT = (SCHEMAS / f"{n}.schema.yaml" for n in ("config", "family", "variant"))
+
+
+def where(parts: Sequence[Any]) -> str:
+    """A path into a document: ``experiments.sq.sizes[0]``."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".") or "(top level)"
+
+
+def _deepest(err: Any) -> Any:
+    """Inside anyOf, the branch error that reaches deepest into the value (the list element
+    that is wrong rather than the whole list)."""
+    while err.validator in {"anyOf", "oneOf"} and err.context:
+        deeper = max(err.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
+        if len(deeper.absolute_path) <= len(err.absolute_path):
+            break
+        err = deeper
+    return err
+
+
+def _message(err: Any) -> ConfigError:
+    """One line from a jsonschema ValidationError: where, what, and what is expected."""
+    err = _deepest(err)
+    path = list(err.absolute_path)
+    if err.validator in {"anyOf", "oneOf"}:
+        message = f"{err.instance!r} is not valid"
+    elif err.validator == "enum":
+        choices = ", ".join(map(str, err.validator_value))
+        message = f"{err.instance!r} is not a valid choice; valid: {choices}"
+    elif err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = list(err.schema.get("properties", {}))
+        extra = next(k for k in err.instance if k not in allowed)
+        path.append(extra)
+        message = f"unknown key {extra!r}; valid: {', '.join(allowed)}"
+    elif err.validator == "pattern":
+        message = f"{err.instance!r} holds characters that are not allowed"
+    elif err.validator == "type":
+        kind = type(err.instance).__name__
+        article = "an" if kind[0] in "aeiou" else "a"
+        message = f"{err.instance!r} is {article} {kind}, not {err.validator_value}"
+    else:
+        message = err.message
+    description, node = None, err
+    while node is not None and description is None:
+        description = node.schema.get("description") if isinstance(node.schema, dict) else None
+        node = node.parent
+    if description and err.validator not in {"additionalProperties", "enum"}:
+        message += f" (expected: {description})"
+    return ConfigError(where(path), message)
+
+
+@functools.cache
+def load(schema: Path) -> dict[str, Any]:
+    return yaml.safe_load(schema.read_text())
+
+
+@functools.cache
+def _validator(schema: Path) -> Any:
+    """A validator of ``schema`` that fills in each missing key's default, at every level,
+    before checking what is below it (a default of {} then gets its own keys' defaults)."""
+    from jsonschema import Draft202012Validator, validators
+
+    properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def with_defaults(validator: Any, props: Any, instance: Any, subschema: Any) -> Any:
+        if isinstance(instance, dict):
+            for name, sub in props.items():
+                if isinstance(sub, dict) and "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from properties(validator, props, instance, subschema)
+
+    filling = validators.extend(Draft202012Validator, {"properties": with_defaults})
+    return filling(load(schema))
+
+
+def validate(data: dict[str, Any], schema: Path) -> dict[str, Any]:
+    """Check ``data`` against ``schema`` and fill in its defaults, in place; a failure is a
+    ConfigError whose path is the key's place in ``data``."""
+    error = next(iter(_validator(schema).iter_errors(data)), None)
+    if error is not None:
+        raise _message(error)
+    return data

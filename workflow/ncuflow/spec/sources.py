@@ -1,0 +1,123 @@
+"""Kernel sources: what a CUDA variant file includes, its declaration (YAML front matter
+in a ``/*--- ... ---*/`` comment), its overridable ``#define`` defaults, the file it is
+declared like, and the fingerprint of every file that decides a family's measurements."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError, SpecError
+from ..files import duplicate_keys
+
+_FRONT_MATTER = re.compile(r"/\*---\s*\n(.*?)\n---\*/", re.DOTALL)
+_LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def read_yaml(path: Path, text: str) -> dict[str, Any]:
+    """The mapping a YAML text (a file, or a variant's front matter) holds, strictly."""
+    try:
+        duplicate_keys(text, str(path))
+    except ConfigError as exc:
+        raise SpecError(f"{path}: {exc.path}: {exc.problem}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a mapping of keys, got {type(data).__name__}")
+    return data
+
+
+def local_includes(path: Path) -> list[Path]:
+    """Files a CUDA source includes with ``#include "..."``, transitively, resolved
+    against the including file's folder (what the harness adds to the include path)."""
+    found: list[Path] = []
+    pending = [path]
+    while pending:
+        current = pending.pop()
+        if current.suffix not in {".cu", ".cuh", ".h"} or not current.is_file():
+            continue
+        for name in _LOCAL_INCLUDE.findall(current.read_text()):
+            target = (current.parent / name).resolve()
+            if target.is_file() and target not in found:
+                found.append(target)
+                pending.append(target)
+    return found
+
+
+def check_define(path: Path, source: str, name: str, default: int, inherited: str) -> None:
+    """The .cu file must carry the tunable as an overridable #define with the same default.
+    A variant like another whose file it includes may leave it to that file (or to what
+    that file includes: ``inherited``, their text), whatever the default there: ncuflow
+    always sets every tunable with -D."""
+    guarded = re.search(rf"#ifndef\s+{name}\s*\n\s*#define\s+{name}\s+(\S+)", source)
+    if guarded is None and re.search(rf"#ifndef\s+{name}\s*\n\s*#define\s+{name}\s", inherited):
+        return
+    if guarded is None:
+        raise SpecError(
+            f"{path}: parameter {name} needs '#ifndef {name}' / '#define {name} {default}' "
+            "so that ncuflow can set it with -D"
+        )
+    if guarded.group(1) != str(default):
+        raise SpecError(
+            f"{path}: #define {name} {guarded.group(1)} differs from the declared default "
+            f"{name}: {default}"
+        )
+
+
+def declaration(path: Path) -> tuple[str, dict[str, Any]]:
+    """A variant file's source ('' for a .yaml library variant) and its declaration."""
+    if path.suffix != ".cu":
+        return "", read_yaml(path, path.read_text())
+    source = path.read_text()
+    match = _FRONT_MATTER.search(source)
+    if match is None:
+        raise SpecError(f"{path}: no declaration; add a /*--- ... ---*/ YAML comment")
+    return source, read_yaml(path, match.group(1))
+
+
+def like_merged(path: Path, data: dict[str, Any]) -> tuple[dict[str, Any], list[Path]]:
+    """A declaration with ``like: <file>`` (another variant's .cu, relative to this one)
+    takes that variant's tunables, in its order, its own defaults winning and its new ones
+    after, and that variant's restrictions before its own: a variant that compiles another's
+    code needs its conditions without a copy of them. Also the files it was built from."""
+    like = data.get("like")
+    if like is None:
+        return data, []
+    base_path = (path.parent / str(like)).resolve()
+    if base_path.suffix != ".cu" or not base_path.is_file() or base_path == path.resolve():
+        raise SpecError(f"{path}: like {like!r} must name another variant's .cu file, "
+                        "relative to this one")  # fmt: skip
+    _, base = declaration(base_path)
+    if "like" in base:
+        raise SpecError(f"{path}: like {like!r} names a variant that is itself like another "
+                        f"({base['like']}); name that one")  # fmt: skip
+    merged = dict(data)
+    for key, kind in (("params", dict), ("restrictions", list)):
+        for where, value in ((path, data.get(key)), (base_path, base.get(key))):
+            if value is not None and not isinstance(value, kind):
+                raise SpecError(f"{where}: {key} must be a {'mapping' if kind is dict else 'list'}")
+    own, inherited = data.get("params") or {}, base.get("params") or {}
+    merged["params"] = {**{k: own.get(k, v) for k, v in inherited.items()}, **own}
+    merged["restrictions"] = [*(base.get("restrictions") or []), *(data.get("restrictions") or [])]
+    return merged, [base_path]
+
+
+def fingerprint(folder: Path, variant_files: Iterable[Path]) -> str:
+    """Hash of everything that decides a family's measurements: the files of its folder and
+    every file its variants include, or are declared like, from elsewhere."""
+    digest = hashlib.sha256()
+    files = [p for p in sorted(folder.iterdir()) if p.suffix in {".yaml", ".py", ".cu", ".cuh"}]
+    for path in variant_files:
+        like = like_merged(path, declaration(path)[1])[1]
+        files += [p for p in (*local_includes(path), *like) if p.parent != folder]
+    for path in dict.fromkeys(files):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,89 @@
+"""Checks a config must pass that its JSON schema cannot express: no float where an
+integer is meant (JSON Schema calls 1024.0 an integer), timing bounds that agree, ncu
+sections that exist, and grids of a size one can run. (A key written twice in a YAML file
+is refused as the file is read: ncuflow.files.read_config.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ConfigError
+from ..ncu import KNOWN_SECTIONS, installed_sections
+from ..schema import where
+
+# Where a float belongs; every other number of a config is an integer.
+FLOAT_KEYS = {("timing", k) for k in ("target_ci_pct", "budget_s", "timeout_s", "timeout_floor_s")}
+# Configurations a config may ask for unless it raises max_configurations.
+MAX_CONFIGURATIONS = 100_000
+
+
+def no_floats(value: Any, path: tuple[Any, ...] = ()) -> None:
+    """Every number of a config is an integer except where a float belongs (FLOAT_KEYS and
+    scalars, checked against their own dtypes)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if path[-1:] == ("scalars",):
+                continue
+            no_floats(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            no_floats(item, (*path, i))
+    elif isinstance(value, float) and path not in FLOAT_KEYS:
+        shown = f"; write {int(value)}" if math.isfinite(value) and value.is_integer() else ""
+        raise ConfigError(where(path), f"{value!r} is a float, expected an integer{shown}")
+
+
+def check_timing(timing: Mapping[str, Any]) -> None:
+    """The most timed launches of a configuration are at least the fewest."""
+    if timing["max_repeats"] < timing["min_repeats"]:
+        raise ConfigError(
+            "timing.max_repeats",
+            f"{timing['max_repeats']} is below min_repeats ({timing['min_repeats']}); expected "
+            "an integer >= min_repeats",
+        )
+
+
+def check_sections(sections: list[str], ncu_path: str) -> None:
+    installed = installed_sections(ncu_path)
+    known, against = (installed, "the installed ncu's --list-sections") if installed else (
+        KNOWN_SECTIONS, "ncu 2025.3's sections (no ncu here to ask)")  # fmt: skip
+    for i, section in enumerate(sections):
+        if section not in known:
+            raise ConfigError(
+                f"ncu.sections[{i}]", f"unknown section {section!r}, checked against {against}; "
+                f"valid: {', '.join(known)}",
+            )  # fmt: skip
+
+
+def _count(value: Any) -> int:
+    return len(value) if isinstance(value, list) else 1
+
+
+def grid_size(sizes: Any) -> int:
+    """How many problem sizes a sizes entry makes, without making them (tied dimensions
+    add none)."""
+    if isinstance(sizes, list):
+        return sum(grid_size(part) for part in sizes)
+    return math.prod(_count(v) for v in sizes.values() if not isinstance(v, str))
+
+
+def check_grid(config: Mapping[str, Any]) -> None:
+    """Refuse, before expanding anything, a study of more configurations than
+    max_configurations (it says how to raise the limit)."""
+    limit = config["max_configurations"]
+    total = 0
+    for experiment in config["experiments"].values():
+        sizes = grid_size(experiment["sizes"])
+        for variant in experiment["variants"].values():
+            params = (variant or {}).get("params") or {}
+            total += sizes * math.prod(_count(v) for v in params.values())
+    if total > limit:
+        raise ConfigError(
+            "experiments",
+            f"the study asks for {total:,} configurations, more than max_configurations "
+            f"({limit:,}); narrow the grids, or raise the limit in the config "
+            f"(max_configurations: {total}) if you mean to run them all",
+        )

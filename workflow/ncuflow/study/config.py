@@ -1,0 +1,282 @@
+"""The study: config.yaml validated (schema, then meaning) and expanded into plans.
+
+Everything here runs before any GPU work, so that a wrong config costs nothing but one
+clear message naming the offending key and the valid choices.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import schema
+from ..errors import ConfigError, NcuflowError, SpecError
+from ..files import atomic_write
+from ..ncu import NcuSettings
+from ..plan import ConfigRow, Plan, Timing
+from ..spec import Family, available_families, load_family, scalar_value
+from ..vocab import ENQUEUE_METHOD, L2_FLUSH_METHOD, MEASURE, METRICS, PLAN, STANDARD_FIGURES
+from .checks import check_grid, check_sections, check_timing, no_floats
+from .expand import DeviceLimits, expand_variant, size_grid
+
+BUNDLED_KERNELS = Path(__file__).resolve().parents[3] / "kernels"  # the workflow's own
+PLANS = Path(".snakemake") / "ncuflow" / "plans"  # where the workflow keeps plans for jobs
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    family: Family
+    configs: dict[str, list[ConfigRow]]  # variant -> its configurations
+    scalars: dict[str, int | float]  # every scalar argument's value (declared or overridden)
+
+    @property
+    def variants(self) -> list[str]:
+        return list(self.configs)
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated config with every experiment expanded."""
+
+    config: dict[str, Any]
+    kernels_dir: Path
+    experiments: dict[str, Experiment]
+    # each variant's configurations by part (parts()), worked out once
+    _split: dict[tuple[str, str], list[list[ConfigRow]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def jobs(self) -> Iterator[tuple[str, str]]:
+        for name, experiment in self.experiments.items():
+            for variant in experiment.variants:
+                yield name, variant
+
+    def gpus(self, experiment: str, variant: str) -> int:
+        """GPUs a job of this variant holds: none for one that runs on the host (timed with
+        the host clock, never profiled; it holds the host's cores instead, threads())."""
+        return int(self.experiments[experiment].family.variant(variant).runs_on == "gpu")
+
+    def threads(self, experiment: str, variant: str, cores: int | None) -> int:
+        """Cores a measure job of this variant holds: all of the machine's (up to
+        ``cores``, Snakemake's) for one timed by the host's clock, so that no job runs
+        beside it (its BLAS takes every core; jobs beside it would spread its times, and
+        it theirs), one otherwise."""
+        if self.gpus(experiment, variant):
+            return 1
+        return max(1, min(cores or sys.maxsize, os.cpu_count() or 1))
+
+    def parts(self, experiment: str, variant: str) -> list[str]:
+        """The jobs a variant's configurations are split into (p0, p1, ...), each of at most
+        ``configurations_per_job`` pending ones, so that a long sweep spreads over GPUs."""
+        return [f"p{i}" for i in range(len(self._parts(experiment, variant)))]
+
+    def _parts(self, experiment: str, variant: str) -> list[list[ConfigRow]]:
+        """Each part's configurations, in the grid's order: its share of the pending ones;
+        the first part also lists the skipped ones."""
+        key = (experiment, variant)
+        if key not in self._split:
+            size, pending = self.config["configurations_per_job"], 0
+            split: list[list[ConfigRow]] = [[]]
+            for row in self.experiments[experiment].configs[variant]:  # in the grid's order
+                part = pending // size if row.pending else 0
+                pending += row.pending
+                if part == len(split):
+                    split.append([])
+                split[part].append(row)
+            self._split[key] = split
+        return self._split[key]
+
+    def part_jobs(self) -> Iterator[tuple[str, str, str]]:
+        for experiment, variant in self.jobs():
+            for part in self.parts(experiment, variant):
+                yield experiment, variant, part
+
+    @functools.cached_property
+    def timing(self) -> Timing:
+        """How every configuration is timed: the config's settings and the methods."""
+        timing = {**self.config["timing"], "l2_flush": L2_FLUSH_METHOD, "enqueue": ENQUEUE_METHOD}
+        return Timing.from_json(timing, "timing")
+
+    @property
+    def ncu(self) -> NcuSettings:
+        return NcuSettings.from_config(self.config["ncu"])
+
+    def plan(self, experiment: str, variant: str, part: str | None = None) -> Plan:
+        """What the GPU stages need for one (experiment, variant), or for one ``part`` of it
+        (parts()): written as plan.json."""
+        exp = self.experiments[experiment]
+        configs = exp.configs[variant]
+        if part is not None:
+            configs = self._parts(experiment, variant)[int(part[1:])]
+        return Plan(
+            experiment=experiment,
+            family=exp.family.name,
+            variant=variant,
+            kernels_dir=str(self.kernels_dir),
+            family_fingerprint=exp.family.fingerprint,
+            seed=self.config["seed"],
+            timing=self.timing,
+            scalars=exp.scalars,
+            device_facts=DeviceLimits.from_config(self.config["device_limits"]).facts(),
+            configs=tuple(configs),
+        )
+
+    def plan_file(
+        self, experiment: str, variant: str, part: str | None = None, folder: Path = PLANS
+    ) -> str:
+        """The plan written once under ``folder``, named by a hash of its content: a job
+        copies it (cheap, and no plan travels as a parameter), and a changed plan has a
+        changed name, which makes Snakemake run the job again."""
+        text = self.plan(experiment, variant, part).to_json()
+        path = Path(folder) / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, text)
+        return str(path)
+
+    def collect_inputs(self, experiment: str, name: str | None = None) -> list[str]:
+        """What the collect stage reads, (plan, measure, metrics) of each part of each
+        variant in turn; or only the file ``name`` of each."""
+        names = [name] if name else [PLAN, MEASURE, METRICS]
+        return [
+            f"results/{experiment}/{variant}/{part}/{file}"
+            for variant in self.experiments[experiment].variants
+            for part in self.parts(experiment, variant)
+            for file in names
+        ]
+
+    def figures(self, experiment: str) -> list[str]:
+        """Every figure of an experiment: the standard ones and its family's own."""
+        return [*STANDARD_FIGURES, *self.experiments[experiment].family.figures]
+
+    def family_figures(self) -> list[str]:
+        """Names of the figures the families of this study declare themselves."""
+        return sorted({f for e in self.experiments.values() for f in e.family.figures})
+
+    def count(self) -> tuple[int, int]:
+        """(configurations, of which pending)."""
+        rows = [r for e in self.experiments.values() for rs in e.configs.values() for r in rs]
+        return len(rows), sum(r.pending for r in rows)
+
+
+def _experiment(
+    name: str, data: Mapping[str, Any], kernels_dir: Path, limits: DeviceLimits
+) -> Experiment:
+    where = f"experiments.{name}"
+    families = available_families(kernels_dir)
+    if data["family"] not in families:
+        raise ConfigError(
+            f"{where}.family",
+            f"unknown family {data['family']!r}; valid: {', '.join(families) or 'none'} "
+            f"(folders of {kernels_dir} holding family.yaml)",
+        )
+    try:
+        family = load_family(kernels_dir, data["family"])
+    except NcuflowError as exc:
+        raise ConfigError(f"{where}.family", str(exc)) from None
+    sizes = size_grid(data["sizes"], family.dims, f"{where}.sizes")
+    _check_index_range(family, sizes, f"{where}.sizes")
+    configs: dict[str, list[ConfigRow]] = {}
+    for vname, vdata in data["variants"].items():
+        if vname not in family.variant_files:
+            raise ConfigError(
+                f"{where}.variants.{vname}",
+                f"unknown variant {vname!r} of family {family.name}; valid: "
+                f"{', '.join(family.variant_files)}",
+            )
+        vdata = vdata or {}
+        variant = family.variant(vname)
+        if vdata.get("dtype", variant.dtype) not in variant.accepts:
+            raise ConfigError(
+                f"{where}.variants.{vname}.dtype",
+                f"variant {vname} does not accept dtype {vdata['dtype']!r}; it accepts "
+                f"{', '.join(variant.accepts)}",
+            )
+        rows = expand_variant(
+            name,
+            family,
+            variant,
+            sizes,
+            vdata.get("params") or {},
+            vdata.get("restrictions") or [],
+            limits,
+            f"{where}.variants.{vname}",
+            vdata.get("dtype"),
+        )
+        if not any(r.pending for r in rows):
+            reasons = sorted({r.error for r in rows})
+            shown = "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
+            raise ConfigError(
+                f"{where}.variants.{vname}.params",
+                f"every one of the {len(rows)} combinations fails: {shown}. "
+                f"Change the grid so that at least one combination is valid",
+            )
+        configs[vname] = rows
+    return Experiment(
+        name=name,
+        family=family,
+        configs=configs,
+        scalars=_scalars(family, data.get("scalars") or {}, f"{where}.scalars"),
+    )
+
+
+def _check_index_range(family: Family, sizes: list[dict[str, int]], where: str) -> None:
+    """Every dimension must fit the C type the family passes dimensions as."""
+    bits = 31 if family.index_type == "int32" else 63
+    for dims in sizes:
+        too_big = [d for d, v in dims.items() if v >= 2**bits]
+        if too_big:
+            raise ConfigError(
+                f"{where}.{too_big[0]}",
+                f"{dims[too_big[0]]} does not fit the {family.index_type} that family "
+                f"{family.name} passes its dimensions as (at most {2**bits - 1})",
+            )
+
+
+def _scalars(family: Family, given: Mapping[str, Any], where: str) -> dict[str, int | float]:
+    """The family's scalar arguments with the experiment's values, each checked against
+    its declared dtype."""
+    unknown = [k for k in given if k not in family.scalars]
+    if unknown:
+        valid = ", ".join(family.scalars) or "none (the family takes no scalar)"
+        raise ConfigError(
+            f"{where}.{unknown[0]}",
+            f"unknown scalar {unknown[0]!r} of family {family.name}; valid: {valid}",
+        )
+    values = {}
+    for name, scalar in family.scalars.items():
+        try:
+            values[name] = scalar_value(name, scalar.dtype, given.get(name, scalar.value))
+        except SpecError as exc:
+            raise ConfigError(f"{where}.{name}", str(exc).split(": ", 1)[1]) from None
+    return values
+
+
+def load_study(
+    config: dict[str, Any], root: Path | str = ".", bundled: Path = BUNDLED_KERNELS
+) -> Study:
+    """Validate the config (filling its defaults) and expand every experiment. A relative
+    kernels_dir is relative to ``root`` (the folder of the config file that names it); no
+    kernels_dir means ``bundled``, the workflow's own kernels."""
+    no_floats(config)
+    schema.validate(config, schema.CONFIG)
+    check_timing(config["timing"])
+    check_sections(config["ncu"]["sections"], config["ncu"]["path"])
+    check_grid(config)
+    named = config["kernels_dir"]
+    kernels_dir = (Path(root) / named if named else Path(bundled)).resolve()
+    if not kernels_dir.is_dir():
+        raise ConfigError("kernels_dir", f"{named or kernels_dir} is not a folder ({kernels_dir})")
+    limits = DeviceLimits.from_config(config["device_limits"])
+    experiments = {
+        name: _experiment(name, data, kernels_dir, limits)
+        for name, data in config["experiments"].items()
+    }
+    return Study(config=config, kernels_dir=kernels_dir, experiments=experiments)

@@ -1,0 +1,314 @@
+"""Expansion: an experiment's size grid × each variant's parameter grid → configurations.
+
+Every combination becomes a row with a stable ``config_id``. Combinations that fail a
+restriction or a device limit stay in the plan with ``status="skipped"`` and the reason,
+so that the final table shows what was not run and why.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError, SpecError
+from ..expr import Expr, ExprError
+from ..plan import ConfigRow, LaunchGeometry
+from ..spec import (
+    BUILTIN_NAMES,
+    DEVICE_FACTS,
+    DTYPE_BYTES,
+    Family,
+    Launch,
+    Tensor,
+    Variant,
+    condition,
+)
+from ..vocab import PENDING, SKIPPED
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """Launch limits checked before any GPU work (defaults: H100, compute capability 9.0)."""
+
+    max_threads_per_block: int = 1024
+    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)
+    max_grid_dims: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    max_static_smem_per_block: int = 48 * 1024
+    max_smem_per_block_optin: int = 227 * 1024
+    sm_count: int = 132
+    max_threads_per_sm: int = 2048
+    smem_per_sm: int = 228 * 1024
+
+    def facts(self) -> dict[str, int]:
+        """The device facts restrictions may name (spec.DEVICE_FACTS)."""
+        return {name: getattr(self, name) for name in DEVICE_FACTS}
+
+    @classmethod
+    def from_config(cls, data: Mapping[str, Any]) -> DeviceLimits:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def _as_list(value: int | Sequence[int]) -> list[int]:
+    return [value] if isinstance(value, int) else list(value)
+
+
+def size_grid(sizes: Any, dims: Sequence[str], where: str) -> list[dict[str, int]]:
+    """Cross product of the listed sizes; a string is an expression over other dimensions
+    (``N: M`` ties N to M, ``K: 2 * M`` makes K twice M). A list of such grids (named layer
+    sizes, say) is their union, in order, without repeats."""
+    if isinstance(sizes, list):
+        grid: list[dict[str, int]] = []
+        for i, part in enumerate(sizes):
+            grid += [g for g in size_grid(part, dims, f"{where}[{i}]") if g not in grid]
+        return grid
+    missing = [d for d in dims if d not in sizes]
+    unknown = [d for d in sizes if d not in dims]
+    if missing or unknown:
+        detail = "; ".join(
+            part
+            for part in (
+                missing and f"missing {', '.join(missing)}",
+                unknown and f"unknown {', '.join(unknown)}",
+            )
+            if part
+        )
+        raise ConfigError(where, f"{detail}; the family's dimensions are {', '.join(dims)}")
+    tied: dict[str, Expr] = {}
+    for dim in dims:
+        if isinstance(sizes[dim], str):
+            try:
+                tied[dim] = Expr(sizes[dim])
+            except ExprError as exc:
+                raise ConfigError(f"{where}.{dim}", str(exc)) from None
+            bad = tied[dim].names - set(dims)
+            if bad:
+                raise ConfigError(
+                    f"{where}.{dim}",
+                    f"{sizes[dim]!r} names {', '.join(sorted(bad))}, which is not a dimension; "
+                    f"expected an integer, a list of integers, or an expression over "
+                    f"{', '.join(d for d in dims if d != dim)}",
+                )
+    free = [d for d in dims if d not in tied]
+    order: list[str] = []  # tied dimensions in an order where each needs only earlier ones
+    while len(order) < len(tied):
+        ready = [d for d in tied if d not in order and tied[d].names <= set(free) | set(order)]
+        if not ready:
+            cycle = ", ".join(d for d in tied if d not in order)
+            raise ConfigError(where, f"the tied dimensions {cycle} refer to each other in a cycle")
+        order.extend(ready)
+    grid = []
+    for combo in itertools.product(*(_as_list(sizes[d]) for d in free)):
+        env = dict(zip(free, combo, strict=True))
+        for dim in order:
+            try:
+                value = tied[dim](env)
+            except ExprError as exc:
+                raise ConfigError(f"{where}.{dim}", str(exc)) from None
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(
+                    f"{where}.{dim}",
+                    f"{sizes[dim]!r} gives {value!r} for {env}; sizes must be positive integers",
+                )
+            env[dim] = value
+        grid.append({d: env[d] for d in dims})
+    return grid
+
+
+def config_id(params: Mapping[str, int], dims: Mapping[str, int]) -> str:
+    """Readable and stable: tunables in declared order, then dimensions in family order."""
+    return "_".join(f"{k}={v}" for k, v in (*params.items(), *dims.items()))
+
+
+def _geometry(exprs: Sequence[Expr], env: Mapping[str, int]) -> tuple[int, int, int]:
+    values = [int(e(env)) for e in exprs]
+    return (*values, *[1] * (3 - len(values)))  # type: ignore[return-value]
+
+
+def _launch_limits(
+    variant: Variant, launch: Launch, env: Mapping[str, int], limits: DeviceLimits
+) -> tuple[str, LaunchGeometry]:
+    """The reason one kernel launch cannot run ('' when it can), and its geometry."""
+    if not launch.kernel:
+        return "", LaunchGeometry(launch.name)
+    block, grid = _geometry(launch.block, env), _geometry(launch.grid, env)
+    static_smem, dynamic_smem = int(launch.static_smem(env)), int(launch.dynamic_smem(env))
+    geometry = LaunchGeometry(launch.name, block, grid, dynamic_smem)
+    threads = math.prod(block)
+    if min(block) < 1 or min(grid) < 1:
+        return f"block {block} and grid {grid} must be positive in every dimension", geometry
+    if threads > limits.max_threads_per_block:
+        return (
+            f"block {'×'.join(map(str, block))} = {threads} threads exceeds the device limit "
+            f"of {limits.max_threads_per_block} threads per block",
+            geometry,
+        )
+    for axis, size, most in zip("xyz", block, limits.max_block_dims, strict=True):
+        if size > most:
+            return f"block.{axis} = {size} exceeds the device limit of {most}", geometry
+    for axis, size, most in zip("xyz", grid, limits.max_grid_dims, strict=True):
+        if size > most:
+            return f"grid.{axis} = {size} exceeds the device limit of {most}", geometry
+    if static_smem > limits.max_static_smem_per_block:
+        return (
+            f"static shared memory {static_smem} B exceeds the "
+            f"{limits.max_static_smem_per_block} B a block may declare statically",
+            geometry,
+        )
+    total = static_smem + dynamic_smem
+    if total > limits.max_static_smem_per_block and not variant.smem_optin:
+        return (
+            f"shared memory {total} B exceeds {limits.max_static_smem_per_block} B and the "
+            "variant does not opt in (smem_optin: true)",
+            geometry,
+        )
+    if total > limits.max_smem_per_block_optin:
+        return (
+            f"shared memory {total} B exceeds the opt-in limit of "
+            f"{limits.max_smem_per_block_optin} B per block",
+            geometry,
+        )
+    return "", geometry
+
+
+def _check_launches(
+    variant: Variant, env: Mapping[str, int], limits: DeviceLimits
+) -> tuple[str, list[LaunchGeometry]]:
+    """The reason a configuration cannot run ('' when it can), and the geometry of the
+    launches it makes (those whose ``when`` holds), in order."""
+    active = []
+    several = len(variant.launches) > 1
+    for launch in variant.launches:
+        if launch.when is not None and not launch.when(env):
+            continue
+        reason, geometry = _launch_limits(variant, launch, env, limits)
+        active.append(geometry)
+        if reason:
+            return (f"{launch.name}: {reason}" if several else reason), active
+    if not active:
+        return "no launch's 'when' holds for this configuration", active
+    return "", active
+
+
+def _param_grid(variant: Variant, grid: Mapping[str, Any], where: str) -> Iterator[dict[str, int]]:
+    unknown = [p for p in grid if p not in variant.params]
+    if unknown:
+        valid = ", ".join(variant.params) or "none (this variant has no tunables)"
+        raise ConfigError(
+            f"{where}.{unknown[0]}",
+            f"unknown parameter {unknown[0]!r} of variant {variant.name}; valid: {valid}",
+        )
+    values = [_as_list(grid.get(p, default)) for p, default in variant.params.items()]
+    for combo in itertools.product(*values):
+        yield dict(zip(variant.params, combo, strict=True))
+
+
+def tensor_bytes(
+    tensors: Iterable[Tensor], dims: Mapping[str, int], in_dtype: str, out_dtype: str
+) -> int:
+    """Bytes the tensors occupy when a variant runs with these input/output dtypes."""
+    return sum(
+        math.prod(int(e(dims)) for e in t.shape) * DTYPE_BYTES[t.element_dtype(in_dtype, out_dtype)]
+        for t in tensors
+    )
+
+
+def _restrictions(family: Family, variant: Variant, extra: Sequence[str], where: str) -> list[Expr]:
+    """The family's, the variant's and the experiment's restrictions (``extra``, checked
+    here: conditions over names a restriction may use)."""
+    restrictions = [*family.restrictions, *variant.restrictions]
+    known = set(family.dims) | set(variant.params) | {*BUILTIN_NAMES, *DEVICE_FACTS,
+                                                      *variant.leading_dims}  # fmt: skip
+    for i, text in enumerate(extra):
+        try:
+            expr = condition(f"{where}.restrictions[{i}]", text)
+        except SpecError as exc:
+            raise ConfigError(f"{where}.restrictions[{i}]", str(exc).split(": ", 1)[1]) from None
+        if expr.names - known:
+            raise ConfigError(
+                f"{where}.restrictions[{i}]",
+                f"{text!r} uses unknown name(s) {', '.join(sorted(expr.names - known))}; "
+                f"known: {', '.join(sorted(known))}",
+            )
+        restrictions.append(expr)
+    return restrictions
+
+
+def _why_not(
+    variant: Variant, restrictions: list[Expr], scope: Mapping[str, int], limits: DeviceLimits
+) -> tuple[str, list[LaunchGeometry]]:
+    """Why a configuration cannot run ('' when it can: the first restriction that fails, or
+    a device limit a launch exceeds), and the launches it makes."""
+    try:
+        failed = next((r for r in restrictions if not r(scope)), None)
+        if failed is not None:
+            shown = ", ".join(f"{k}={scope[k]}" for k in sorted(failed.names))
+            return f"restriction {failed.text!r} is false ({shown})", []
+        return _check_launches(variant, scope, limits)
+    except ExprError as exc:
+        return str(exc), []
+
+
+def expand_variant(
+    experiment: str,
+    family: Family,
+    variant: Variant,
+    sizes: list[dict[str, int]],
+    params_grid: Mapping[str, Any],
+    extra_restrictions: Sequence[str],
+    limits: DeviceLimits,
+    where: str,
+    dtype: str | None = None,
+) -> list[ConfigRow]:
+    """All configurations of one variant in one experiment, in grid order; ``dtype`` is the
+    input dtype the experiment chose from the variant's ``accepts`` (None: its own)."""
+    restrictions = _restrictions(family, variant, extra_restrictions, where)
+    in_dtype, out_dtype = variant.dtypes(dtype)
+    facts = limits.facts()
+    # the device's facts its launches' geometry follows (a persistent grid of sm_count
+    # blocks): recorded per row, so that a measurement under other facts is not reused
+    named = {n for launch in variant.launches for _, e in launch.expressions("") for n in e.names}
+    grid_facts = {k: v for k, v in facts.items() if k in named}
+    declared = (("model_dram_bytes", variant.model_dram_bytes),
+                ("executed_flops", variant.executed_flops))  # fmt: skip
+    models = {k: e for k, e in declared if e is not None}
+    rows = []
+    for params in _param_grid(variant, params_grid, f"{where}.params"):
+        for dims in sizes:
+            env = family.scope(variant, dims, params, (in_dtype, out_dtype))
+            # restrictions and grids may name the device's facts
+            reason, launches = _why_not(variant, restrictions, {**env, **facts}, limits)
+            try:
+                flops = int(family.flops(env))
+                min_bytes = (
+                    family.min_bytes(env)
+                    if family.min_bytes is not None
+                    else tensor_bytes(family.tensors.values(), dims, in_dtype, out_dtype)
+                )
+            except ExprError as exc:
+                raise ConfigError(f"{where}", f"at sizes {dims}: {exc}") from None
+            rows.append(
+                ConfigRow(
+                    experiment=experiment,
+                    family=family.name,
+                    variant=variant.name,
+                    config_id=config_id(params, dims),
+                    dtype=in_dtype,
+                    out_dtype=out_dtype,
+                    dims=dims,
+                    params=params,
+                    status=SKIPPED if reason else PENDING,
+                    error=reason,
+                    flops=flops,
+                    min_bytes=int(min_bytes),
+                    output_bytes=tensor_bytes(family.outputs.values(), dims, in_dtype, out_dtype),
+                    launches=() if reason else tuple(launches),
+                    **({} if reason else {k: int(e(env)) for k, e in models.items()}),
+                    grid_facts=grid_facts or None,
+                )
+            )
+    return rows
