@@ -29,7 +29,7 @@ from ncuflow.ncu import (
     ncu_command,
     run_ncu,
 )
-from ncuflow.profile.report import read_report, write_long
+from ncuflow.profile.long_table import read_report, write_long
 from ncuflow.profile.stage import profile_stage
 from ncuflow.profile.worker import worker_command
 from ncuflow.study.config import load_study

@@ -147,7 +147,7 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
     study = replayed_study(capture)
     folder, work = CAPTURES / capture, Path(tempfile.mkdtemp(prefix=f"replay-{capture}-"))
     runner = ReplayRunner(folder)
-    runner.device_facts(work / "device.json", None, lambda line: None)
+    runner.device_facts(work / "device.json", None)
     replay = (folder, study.ncu.recorded())
     tables = {}
     for name in study.experiments:

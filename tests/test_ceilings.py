@@ -17,7 +17,7 @@ from ncuflow.metrics import LEVELS
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 SOURCE = ROOT / "workflow" / "ncuflow" / "device" / "ceilings.cu"
-UNITS = {name: "byte/s" if name in LEVELS else "FLOP/s" for name in ceilings.MEASURED}
+UNITS = {name: "byte/s" if name in LEVELS else "FLOP/s" for name in ceilings.CEILING_NAMES}
 ENTRY_KEYS = {"value", "unit", "method", "repeats", "spread_pct"}
 
 

@@ -99,6 +99,7 @@ BAD = [
     ("mode", "fast", "mode: 'fast' is not a valid choice; valid: auto, gpu, replay"),
     ("timing", {"min_repeats": 0}, "timing.min_repeats: 0 is less than the minimum of 1"),
     ("timing", {"target_ci_pct": 0}, "timing.target_ci_pct: 0 is less than or equal to the min"),
+    ("timing", {"max_repeats": 10}, "timing.max_repeats: 10 is below min_repeats (20)"),
     (
         "timing",
         {"repeats": 10},

@@ -21,7 +21,7 @@ from ncuflow.ncu import (
     run_ncu,
 )
 from ncuflow.plan import Plan
-from ncuflow.profile.report import write_long
+from ncuflow.profile.long_table import write_long
 from ncuflow.profile.stage import profile_stage
 from ncuflow.profile.worker import worker_command
 

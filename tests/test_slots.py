@@ -1,4 +1,4 @@
-"""One GPU per GPU job (ncuflow.measure.slots), on a CPU machine: a stand-in nvidia-smi lists two
+"""One GPU per GPU job (ncuflow.runners.slots), on a CPU machine: a stand-in nvidia-smi lists two
 GPUs, and jobs are processes that claim one and hold it."""
 
 import json
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from ncuflow.measure import slots
+from ncuflow.runners import slots
 
 CLAIM = """
 import os, sys, time
-from ncuflow.measure import slots
+from ncuflow.runners import slots
 token = slots.claim_gpu(lambda line: print(line, flush=True), poll_s=0.05)
 print("claimed", token, os.environ.get("CUDA_VISIBLE_DEVICES"), flush=True)
 time.sleep(float(sys.argv[1]))

@@ -270,3 +270,15 @@ def test_a_wrong_own_restriction_of_a_variant_like_another_is_named_in_its_own_l
         SpecError, match=rf"^{re.escape(str(child))}: restrictions\[0\](?! of).* {message}"
     ):
         load_family(family_copy, "matmul")
+
+
+def test_the_schemas_name_what_the_code_knows() -> None:
+    """The dtypes and precisions a declaration may name are the code's own tables."""
+    from ncuflow import schema
+    from ncuflow.metrics import PRECISIONS
+    from ncuflow.spec import DTYPE_BYTES
+
+    family, variant = schema.load(schema.FAMILY), schema.load(schema.VARIANT)
+    for declared in (family, variant):
+        assert declared["$defs"]["dtype"]["enum"] == list(DTYPE_BYTES)
+    assert variant["properties"]["compute"]["items"]["enum"] == list(PRECISIONS)

@@ -17,6 +17,7 @@ from ncuflow.measure.timing import (
     median_ci_ranks,
     timing_stats,
 )
+from ncuflow.plan import Timing
 
 
 def coverage(n: int, j: int) -> Fraction:
@@ -244,44 +245,19 @@ def test_run_batch_must_return_what_was_asked() -> None:
         adaptive_repeats(lambda n: [1.0] * (n - 1), TimingPolicy())
 
 
-def test_policy_from_config() -> None:
-    assert TimingPolicy.from_config({}) == TimingPolicy()
-    policy = TimingPolicy.from_config(
-        {
-            "warmup": 5,
-            "min_repeats": 30,
-            "max_repeats": 300,
-            "target_ci_pct": 2,
-            "budget_s": 0.5,
-            "flush_l2": True,
-        }
-    )
+def test_the_policy_is_the_plan_s_timing() -> None:
+    assert TimingPolicy.from_timing(Timing()) == TimingPolicy()
+    timing = Timing(warmup=5, min_repeats=30, max_repeats=300, target_ci_pct=2, budget_s=0.5)
+    policy = TimingPolicy.from_timing(timing)
     assert policy == TimingPolicy(
         warmup=5, min_repeats=30, max_repeats=300, target_ci_pct=2.0, budget_s=0.5
     )
     assert isinstance(policy.target_ci_pct, float)
-    # the old fixed count is the new minimum; min_repeats wins over it
-    assert TimingPolicy.from_config({"warmup": 3, "repeats": 20}) == TimingPolicy()
-    assert TimingPolicy.from_config({"repeats": 50}).min_repeats == 50
-    assert TimingPolicy.from_config({"repeats": 50, "min_repeats": 40}).min_repeats == 40
-    # an old large count raises the default maximum with it
-    assert TimingPolicy.from_config({"repeats": 5000}).max_repeats == 5000
-    assert TimingPolicy.from_config({"repeats": 10.0}).min_repeats == 10
 
 
-@pytest.mark.parametrize(
-    ("timing", "where"),
-    [
-        ({"min_repeats": 0}, "timing.min_repeats"),
-        ({"repeats": 2.5}, "timing.repeats"),
-        ({"warmup": True}, "timing.warmup"),
-        ({"budget_s": "1"}, "timing.budget_s"),
-        ({"budget_s": 0}, "timing.budget_s"),
-        ({"target_ci_pct": -1}, "timing.target_ci_pct"),
-        ({"min_repeats": 50, "max_repeats": 10}, "timing.max_repeats"),
-    ],
-)
-def test_policy_rejects_bad_values(timing: dict, where: str) -> None:
+def test_fewer_most_repeats_than_least_are_refused() -> None:
+    """The one bound the config's schema cannot say: refused as the study is read."""
     with pytest.raises(ConfigError) as info:
-        TimingPolicy.from_config(timing)
-    assert info.value.path == where
+        Timing(min_repeats=50, max_repeats=10)
+    assert info.value.path == "timing.max_repeats"
+    assert "10 is below min_repeats (50)" in str(info.value)

@@ -1,11 +1,12 @@
 """ncuflow: verify, time and profile CUDA kernel variants under Nsight Compute.
 
 The package is a small shared base (vocab, errors, files, schema, plan, limits, ncu, gpu,
-expr, metrics) and one folder per stage, named as the workflow's rules are: spec (kernel
-families and variants), study (the config and its expansion into plans), measure,
-profile, analyze (derive, the bound rule, collect), device (facts and ceilings), report
-(figures, summary, compare), with capture (the replay format) and runners (the GPU and
-the replay implementation of the GPU stages). docs/design.md draws the map.
+expr, metrics, reference, console, tf32) and one folder per stage, named as the workflow's
+rules are: spec (kernel families and variants), study (the config and its expansion into
+plans), measure, profile, analyze (derive, the bound rule, collect), device (facts and
+ceilings), report (figures, summary, compare), with capture (the replay format) and
+runners (the GPU and the replay implementation of the GPU stages). docs/design.md draws
+the map.
 
 In a notebook::
 

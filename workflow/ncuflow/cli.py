@@ -42,9 +42,11 @@ def _runner(args: argparse.Namespace, log: Callable[[str], None], exclusive: boo
     """The runner of this job (runners.open_runner): gpu or replay."""
     from .runners import open_runner
 
-    ncu = NcuSettings(args.ncu, tuple(getattr(args, "sections", ())),
-                      getattr(args, "clock_control", "none"), tuple(getattr(args, "metrics", ())),
-                      getattr(args, "chunk_size", 16))  # fmt: skip
+    given = NcuSettings()  # what a stage without ncu arguments leaves at its defaults
+    ncu = NcuSettings(args.ncu, tuple(getattr(args, "sections", given.sections)),
+                      getattr(args, "clock_control", given.clock_control),
+                      tuple(getattr(args, "metrics", given.extra_metrics)),
+                      getattr(args, "chunk_size", given.chunk_size))  # fmt: skip
     return open_runner(args.mode, ncu, args.capture, log, exclusive)
 
 
@@ -116,7 +118,7 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 def _device_facts(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     # facts only: any GPU will do, none is claimed
-    _runner(args, log, exclusive=False).device_facts(args.out, args.ceilings, log)
+    _runner(args, log, exclusive=False).device_facts(args.out, args.ceilings)
     log(args.out.read_text())
 
 
@@ -191,12 +193,12 @@ def _mode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["auto", "gpu", "replay"], required=True,
                    help="auto: gpu where the job finds a GPU and ncu, else replay")  # fmt: skip
     p.add_argument("--capture", type=Path, help="capture folder (replay)")
-    p.add_argument("--ncu", default="ncu", help="ncu executable (gpu)")
+    p.add_argument("--ncu", default=NcuSettings.path, help="ncu executable (gpu)")
 
 
 def _ncu_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sections", nargs="*", default=[])
-    p.add_argument("--clock-control", default="none")
+    p.add_argument("--clock-control", default=NcuSettings.clock_control)
     p.add_argument("--metrics", nargs="*", default=[])
 
 
@@ -213,7 +215,8 @@ def _gpu_stages(sub: Subparsers) -> None:
     p.add_argument("--measure", type=Path, required=True)
     p.add_argument("--long", type=Path, required=True, help="exact values, Parquet")
     p.add_argument("--csv", type=Path, help="ncu's raw CSV export (gpu)")
-    p.add_argument("--chunk-size", type=int, default=16, help="configurations per ncu process")
+    p.add_argument("--chunk-size", type=int, default=NcuSettings.chunk_size,
+                   help="configurations per ncu process")  # fmt: skip
     p.add_argument("--derived", type=Path, help="the registry's columns per configuration, here")
     _ncu_args(p)
     _mode_args(p)

@@ -1,5 +1,16 @@
 """The exception types a user sees: a message that names what is wrong and what is expected."""
 
+from collections.abc import Sequence
+from typing import Any
+
+
+def key_path(parts: Sequence[Any]) -> str:
+    """Where a value stands in a document, as messages name it: ``experiments.sq.sizes[0]``."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".") or "(top level)"
+
 
 class NcuflowError(Exception):
     """An error caused by the user's input or environment, shown without a traceback."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError, NcuflowError
+from .errors import ConfigError, NcuflowError, key_path
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -61,13 +61,6 @@ def write_json(path: Path, data: Any, sort_keys: bool = True) -> None:
     atomic_write(path, json.dumps(data, indent=1, sort_keys=sort_keys) + "\n")
 
 
-def _where(path: tuple[Any, ...]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text.lstrip(".") or "(top level)"
-
-
 def duplicate_keys(text: str, source: str) -> None:
     """Refuse a YAML text that writes a key twice in one mapping (YAML keeps only the last,
     silently): the error names the key's path and both lines."""
@@ -85,7 +78,7 @@ def duplicate_keys(text: str, source: str) -> None:
                 line = key_node.start_mark.line + 1
                 if key in seen and key != "<<":
                     raise ConfigError(
-                        _where((*path, key)),
+                        key_path((*path, key)),
                         f"written twice in {source} (lines {seen[key]} and {line}); YAML would "
                         "keep only the last: remove or rename one",
                     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import NcuflowError
+from .errors import ConfigError, NcuflowError
 from .files import read_json
 from .vocab import LAUNCH_ERROR, PENDING, SKIPPED, TIMED, TIMEOUT, VERSION
 
@@ -68,6 +68,15 @@ class Timing:
     flush_l2: bool = True
     l2_flush: str | None = None
     enqueue: str | None = None
+
+    def __post_init__(self) -> None:
+        # the schema bounds each value of a config; this, what it cannot say
+        if self.max_repeats < self.min_repeats:
+            raise ConfigError(
+                "timing.max_repeats",
+                f"{self.max_repeats} is below min_repeats ({self.min_repeats}); expected an "
+                "integer >= min_repeats",
+            )
 
     def to_json(self) -> Json:
         return _present(self, always=("timeout_s",))
@@ -169,9 +178,6 @@ class Plan:
     def pending(self) -> list[ConfigRow]:
         return [row for row in self.configs if row.pending]
 
-    def row(self, config_id: str) -> ConfigRow:
-        return next(row for row in self.configs if row.config_id == config_id)
-
     def with_configs(self, configs: tuple[ConfigRow, ...] | list[ConfigRow]) -> Plan:
         return replace(self, configs=tuple(configs))
 
@@ -265,7 +271,7 @@ class Record:
         return cls.failed(LAUNCH_ERROR, f"the worker died (exit code {code}) running this "
                           f"configuration: {tail}", fingerprint)  # fmt: skip
 
-    def but(self, **changes: Any) -> Record:
+    def updated(self, **changes: Any) -> Record:
         """This record with some fields changed."""
         return replace(self, **changes)
 
@@ -277,7 +283,8 @@ class Record:
                 if k not in ("times_ms", "fingerprint", "step_ms")}  # fmt: skip
 
     def to_json(self) -> Json:
-        return _present(self, always=_ALWAYS)
+        """Keys sorted, as measure.json has always held them."""
+        return dict(sorted(_present(self, always=_ALWAYS).items()))
 
     @classmethod
     def from_json(cls, data: Any, where: str = "record") -> Record:

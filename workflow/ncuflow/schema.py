@@ -8,24 +8,15 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, key_path
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 CONFIG, FAMILY, VARIANT = (SCHEMAS / f"{n}.schema.yaml" for n in ("config", "family", "variant"))
-
-
-def where(parts: Sequence[Any]) -> str:
-    """A path into a document: ``experiments.sq.sizes[0]``."""
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text.lstrip(".") or "(top level)"
 
 
 def _deepest(err: Any) -> Any:
@@ -67,7 +58,7 @@ def _message(err: Any) -> ConfigError:
         node = node.parent
     if description and err.validator not in {"additionalProperties", "enum"}:
         message += f" (expected: {description})"
-    return ConfigError(where(path), message)
+    return ConfigError(key_path(path), message)
 
 
 @functools.cache

@@ -29,13 +29,10 @@ PLAN = "plan.json"  # what a job measures (plan.Plan)
 MEASURE = "measure.json"  # its timing records, by configuration (plan.Record)
 DEVICE = "device.json"  # the facts of the device a job, or the run, measured on
 NCU_LONG = "ncu_long.parquet"  # every ncu value, exact: one row per kernel and metric
-NCU_CSV = "ncu_raw.csv"  # ncu's own CSV export, for people
 METRICS = "metrics.parquet"  # the registry's columns per configuration
 PROFILE_ERRORS = "profile_errors.json"  # configurations ncu could not profile, and why
 CHUNKS = "profile_chunks"  # each ncu process's report and values, kept as it completes
 TABLE = "table.parquet"  # an experiment's table (and table.csv beside it)
-SUMMARY = "summary.csv"  # its best configuration per variant and size (and summary.md)
-CEILINGS = "ceilings.json"  # the device's measured ceilings
 CAPTURE_INFO = "capture.json"  # a capture's provenance: when, where, how
 JOURNAL_SUFFIX = ".partial.jsonl"  # beside measure.json while a job measures
 

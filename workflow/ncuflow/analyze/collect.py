@@ -105,12 +105,12 @@ def variant_rows(
             row.update(record.summary)
             row.update({f"step_{k}_ms": v for k, v in (record.step_ms or {}).items()})
             if row["status"] in TIMED:
-                _profiled(row, cid, metrics, profile_errors, variant, ceilings)
+                _timed_columns(row, cid, metrics, profile_errors, variant, ceilings)
         rows.append(row)
     return rows
 
 
-def _profiled(
+def _timed_columns(
     row: dict[str, Any], cid: str, metrics: pd.DataFrame, profile_errors: dict[str, str],
     variant: Variant, ceilings: dict[str, Any],
 ) -> None:  # fmt: skip

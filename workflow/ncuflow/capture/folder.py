@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..errors import NcuflowError
 from ..files import read_json
-from ..profile.report import write_long
+from ..profile.long_table import write_long
 from ..vocab import CAPTURE_INFO, DEVICE, MEASURE, NCU_LONG, PLAN, TABLE, VERSION
 
 CAPTURES = Path("resources") / "captures"

@@ -1,5 +1,5 @@
 // Measured ceilings: micro-benchmarks for the peak rates a roofline is drawn against.
-// Compiled by ncuflow/ceilings.py with cupy.RawModule, which also reads the constants below
+// Compiled by ncuflow/device/ceilings.py with cupy.RawModule, which also reads the constants below
 // (the lines "constexpr int NAME = value;") for its launch shapes and work counts. Each kernel
 // writes one value per thread at the end, computed from everything it loaded or computed, so
 // nothing is optimised away.

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..files import write_json
 from ..gpu import cpu_model, cupy, gpu_properties, measured_on
 from ..metrics import LEVELS
 from ..ncu import find_ncu, ncu_version
@@ -94,10 +95,6 @@ def facts_rows(device: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def write(path: Path, facts: dict[str, Any]) -> None:
-    path.write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")
-
-
 def job_device(runs_on: str) -> dict[str, Any]:
     """The facts of what one measure job ran on, under ``device`` as the table names it:
     the GPU it held (each job reads its own, so a run over several GPUs, or several
@@ -127,5 +124,5 @@ def write_devices(job_files: list[Path], out_dir: Path) -> list[Path]:
     written = []
     for device, facts in sorted(found.items()):
         written.append(out_dir / _file_name(device))
-        write(written[-1], facts)
+        write_json(written[-1], facts)
     return written

@@ -26,7 +26,9 @@ from .journal import EXIT_CONTEXT_LOST, WORKER
 WATCH_S = 0.25  # how often the stage looks at what its worker is doing
 
 
-def watch(command: Sequence[str], partial: Path, limits: dict[str, float]) -> tuple[int, str, str]:
+def watch(
+    command: Sequence[str], journal_path: Path, limits: dict[str, float]
+) -> tuple[int, str, str]:
     """Run one worker and kill it (its whole process group) when the configuration it is
     on outlives its limit. (exit code, the tail of its stderr, the configuration killed
     for its time or '')."""
@@ -36,7 +38,7 @@ def watch(command: Sequence[str], partial: Path, limits: dict[str, float]) -> tu
         current, since, killed = None, time.monotonic(), ""
         while proc.poll() is None:
             time.sleep(WATCH_S)
-            now, running = time.monotonic(), journal.running(partial)
+            now, running = time.monotonic(), journal.running(journal_path)
             if running != current:
                 current, since = running, now
             elif current is not None and now - since > limits[current]:

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from ncuflow.errors import ConfigError
+from ..plan import Timing
 
 # Two-sided 95 %: each tail of the interval may hold at most 2.5 %.
 _TAIL = 0.025
@@ -165,52 +164,11 @@ class TimingPolicy:
     target_ci_pct: float = 1.0
     budget_s: float = 2.0
 
-    def __post_init__(self) -> None:
-        for name, ok, expected in [
-            ("warmup", self.warmup >= 0, "an integer >= 0"),
-            ("min_repeats", self.min_repeats >= 1, "an integer >= 1"),
-            ("max_repeats", self.max_repeats >= self.min_repeats, "an integer >= min_repeats"),
-            ("target_ci_pct", self.target_ci_pct > 0, "a number > 0"),
-            ("budget_s", self.budget_s > 0, "a number > 0"),
-        ]:
-            if not ok:
-                raise ConfigError(
-                    f"timing.{name}", f"expected {expected}, got {getattr(self, name)!r}"
-                )
-
     @classmethod
-    def from_config(cls, timing: Mapping[str, Any]) -> TimingPolicy:
-        """The policy from the config's ``timing`` section; missing keys keep the defaults.
-
-        The old fixed count ``repeats`` is read as ``min_repeats`` (which wins when both are
-        given), so existing configs keep at least the repeats they asked for; without an
-        explicit ``max_repeats`` the maximum rises to meet it. Other keys (for example
-        ``flush_l2``) belong to the caller and are ignored here.
-        """
-        values: dict[str, Any] = {}
-        if "repeats" in timing:
-            values["min_repeats"] = _number(timing, "repeats", int)
-        for field in fields(cls):
-            if field.name in timing:
-                kind = int if field.type in ("int", int) else float
-                values[field.name] = _number(timing, field.name, kind)
-        if "max_repeats" not in values and "min_repeats" in values:
-            values["max_repeats"] = max(cls.max_repeats, values["min_repeats"])
-        return cls(**values)
-
-
-def _number(timing: Mapping[str, Any], key: str, kind: type) -> int | float:
-    """``timing[key]`` as ``kind``; a bool, a string or a fractional count is a config error."""
-    value = timing[key]
-    integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or (kind is int and not integral)
-    ):
-        expected = "an integer" if kind is int else "a number"
-        raise ConfigError(f"timing.{key}", f"expected {expected}, got {value!r}")
-    return kind(value)
+    def from_timing(cls, timing: Timing) -> TimingPolicy:
+        """The policy of a plan's timing (whose values its schema and Timing checked)."""
+        return cls(int(timing.warmup), int(timing.min_repeats), int(timing.max_repeats),
+                   float(timing.target_ci_pct), float(timing.budget_s))  # fmt: skip
 
 
 def adaptive_repeats(

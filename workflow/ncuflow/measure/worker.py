@@ -9,7 +9,6 @@ configuration outlives its time limit.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import re
 import sys
@@ -82,16 +81,16 @@ def measure_config(
         launcher.launch()
         _synchronize(variant)
     except run_errors as exc:
-        return record.but(status=LAUNCH_ERROR, error=f"checked launch failed: {exc}")
+        return record.updated(status=LAUNCH_ERROR, error=f"checked launch failed: {exc}")
     outcome = problem.check()
-    record = record.but(rel_error=outcome.rel_error, max_abs_error=outcome.max_abs_error)
+    record = record.updated(rel_error=outcome.rel_error, max_abs_error=outcome.max_abs_error)
     if not outcome.ok:  # timed and profiled all the same, but never "best"
-        record = record.but(status=WRONG_RESULT, error=outcome.message)
+        record = record.updated(status=WRONG_RESULT, error=outcome.message)
     try:
-        timed = time_config(launcher, TimingPolicy.from_config(timing.to_json()), flush, gate)
+        timed = time_config(launcher, TimingPolicy.from_timing(timing), flush, gate)
     except run_errors as exc:
-        return record.but(status=LAUNCH_ERROR, error=f"timed launch failed: {exc}")
-    return record.but(**timed)
+        return record.updated(status=LAUNCH_ERROR, error=f"timed launch failed: {exc}")
+    return record.updated(**timed)
 
 
 def missing_modules(variant: Variant) -> list[str]:
@@ -123,7 +122,7 @@ def measure_worker(plan_path: Path, journal_path: Path) -> int:
         for row in rows:
             journal.started(journal_path, row.config_id)
             record = measure_config(family, variant, row, problem, plan.timing, flush, gate)
-            record = record.but(seed=seed, fingerprint=plan.fingerprint(row), device=device)
+            record = record.updated(seed=seed, fingerprint=plan.fingerprint(row), device=device)
             journal.finished(journal_path, row.config_id, record)
             if record.status == LAUNCH_ERROR and not context_alive():
                 return EXIT_CONTEXT_LOST
@@ -131,13 +130,5 @@ def measure_worker(plan_path: Path, journal_path: Path) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ncuflow.measure.worker")
-    parser.add_argument("plan", type=Path)
-    parser.add_argument("journal", type=Path)
-    args = parser.parse_args(argv)
-    return measure_worker(args.plan, args.journal)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # measure.stage starts it: python -m ncuflow.measure.worker PLAN JOURNAL
+    sys.exit(measure_worker(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -33,7 +33,7 @@ from ..ncu import (
 from ..plan import Plan, Record, profiled_ids, read_records
 from ..spec import load_variant
 from ..vocab import CHUNKS, PROFILE_ERRORS
-from .report import LONG_COLUMNS, read_report, write_long
+from .long_table import LONG_COLUMNS, read_report, write_long
 from .worker import worker_command
 
 
@@ -91,7 +91,7 @@ def profile_stage(
     plan: Path,
     measure: Path,
     long_path: Path,
-    csv_path: Path,
+    csv_path: Path | None,
     settings: NcuSettings,
     log: Callable[[str], None],
     profiler: ChunkProfiler | None = None,
@@ -109,6 +109,7 @@ def profile_stage(
     variant = load_variant(Path(job.kernels_dir), job.family, job.variant)[1]
     measured = read_records(measure)
     ids = profiled_ids(measured, variant.profiled)
+    rows = {row.config_id: row for row in job.configs}
     folder = long_path.parent / CHUNKS
     folder.mkdir(exist_ok=True)
     chunks = [ids[i : i + settings.chunk_size] for i in range(0, len(ids), settings.chunk_size)]
@@ -119,7 +120,7 @@ def profile_stage(
         marker = base.with_suffix(".json")
         earlier = read_json(marker) if marker.is_file() else {}
         if earlier.get("key") != key or earlier.get("errors"):  # new, changed or failed
-            limit = chunk_limit(job.timing, [job.row(c) for c in chunk])
+            limit = chunk_limit(job.timing, [rows[c] for c in chunk])
             failed = profiler(base, chunk, worker_command(plan, measure, chunk), limit)
             atomic_write(marker, json.dumps({"key": key, "errors": failed}))
         else:
@@ -130,7 +131,8 @@ def profile_stage(
             csv_parts.append(base.with_suffix(".csv"))
     long = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=LONG_COLUMNS)
     write_long(long, long_path)
-    _join_csv(csv_parts, csv_path)
+    if csv_path is not None:
+        _join_csv(csv_parts, csv_path)
     atomic_write(long_path.with_name(PROFILE_ERRORS), json.dumps(errors, indent=1))
     log(f"{len(long)} metric values of {long['config_id'].nunique()} configurations; "
         f"{len(errors)} could not be profiled")  # fmt: skip

@@ -6,7 +6,6 @@ after its configuration id, which is how the report's kernels map back to config
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,14 +50,5 @@ def profile_worker(plan_path: Path, measure_path: Path, only: Sequence[str]) -> 
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ncuflow.profile.worker")
-    parser.add_argument("plan", type=Path)
-    parser.add_argument("measure", type=Path)
-    parser.add_argument("only", nargs="*")
-    args = parser.parse_args(argv)
-    return profile_worker(args.plan, args.measure, args.only)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # ncu runs it: python -m ncuflow.profile.worker PLAN MEASURE [ID ...]
+    sys.exit(profile_worker(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]))

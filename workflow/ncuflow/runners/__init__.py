@@ -20,10 +20,10 @@ def open_runner(
     """The runner of this job: gpu or replay, decided here, in the job, by what this machine
     has (mode: auto), or as the config says; the capture must exist for a replay. An
     ``exclusive`` job (one that measures on a GPU) first claims a GPU of its own
-    (measure.slots), before CUDA starts."""
+    (runners.slots), before CUDA starts."""
     from ..capture.folder import checked_capture
     from ..device.mode import resolve_mode
-    from ..measure.slots import claim_gpu, release_gpu
+    from .slots import claim_gpu, release_gpu
 
     if exclusive and mode != "replay":
         claim_gpu(log)

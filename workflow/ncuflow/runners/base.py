@@ -14,8 +14,6 @@ Log = Callable[[str], None]
 class Runner(Protocol):
     """One implementation of the GPU stages."""
 
-    mode: str  # "gpu" or "replay"
-
     def measure(self, plan: Plan, plan_path: Path, out: Path, device_out: Path, log: Log) -> None:
         """measure.json of a plan's pending configurations, and device.json of where."""
 
@@ -24,7 +22,7 @@ class Runner(Protocol):
         """ncu_long.parquet (and profile_errors.json beside it) of the configurations that
         ran to the end; the raw CSV where ``csv`` is given."""
 
-    def device_facts(self, out: Path, ceilings: Path | None, log: Log) -> None:
+    def device_facts(self, out: Path, ceilings: Path | None) -> None:
         """device.json: the device's facts and its measured ceilings."""
 
     def ceilings(self, out: Path, log: Log) -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from ..device.facts import facts_differences, gpu_facts, job_device, write
-from ..files import read_json
+from ..device.facts import facts_differences, gpu_facts, job_device
+from ..files import read_json, write_json
 from ..ncu import NcuSettings
 from ..plan import Plan
 from ..spec import load_variant
@@ -15,7 +14,7 @@ from .base import Log
 
 
 class GpuRunner:
-    mode = "gpu"
+    """Measures on this machine: its GPU, or its host for a host variant."""
 
     def __init__(self, ncu: NcuSettings) -> None:
         self.ncu = ncu
@@ -25,7 +24,7 @@ class GpuRunner:
 
         runs_on = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)[1].runs_on
         here = job_device(runs_on)
-        write(device_out, here)
+        write_json(device_out, here)
         if runs_on == "gpu":
             for line in facts_differences(plan.device_facts or {}, here):
                 log(line)
@@ -38,11 +37,11 @@ class GpuRunner:
 
         profile_stage(plan_path, measure, long, csv, self.ncu, log)
 
-    def device_facts(self, out: Path, ceilings: Path | None, log: Log) -> None:
+    def device_facts(self, out: Path, ceilings: Path | None) -> None:
         measured = read_json(ceilings) if ceilings is not None else {}
-        write(out, {**gpu_facts(self.ncu.path), "ceilings": measured})
+        write_json(out, {**gpu_facts(self.ncu.path), "ceilings": measured})
 
     def ceilings(self, out: Path, log: Log) -> None:
         from ..device.ceilings import measure_ceilings
 
-        out.write_text(json.dumps(measure_ceilings(log), indent=1, sort_keys=True) + "\n")
+        write_json(out, measure_ceilings(log))

@@ -5,16 +5,15 @@ configuration the capture lacks is an error, never invented."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import NoReturn
 
 import pandas as pd
 
 from ..errors import NcuflowError
-from ..files import atomic_write, read_json
+from ..files import atomic_write, read_json, write_json
 from ..plan import Plan, profiled_ids, read_records, records_json
-from ..profile.report import LONG_COLUMNS, write_long
+from ..profile.long_table import LONG_COLUMNS, write_long
 from ..spec import load_variant
 from ..vocab import DEVICE, MEASURE, NCU_LONG, PROFILE_ERRORS
 from .base import Log
@@ -31,7 +30,7 @@ def _missing(folder: Path, plan: Plan, missing: list[str], what: str) -> NoRetur
 
 
 class ReplayRunner:
-    mode = "replay"
+    """Copies what a capture recorded; names what it lacks, never invents it."""
 
     def __init__(self, capture: Path) -> None:
         self.capture = capture
@@ -46,7 +45,7 @@ class ReplayRunner:
             _missing(self.capture, plan, missing, "timing record")
         log(f"replaying {len(pending)} timing records from {source}")
         out.write_text(records_json({c: captured[c] for c in pending}))
-        self.device_facts(device_out, None, log)
+        self.device_facts(device_out, None)
 
     def profile(self, plan: Plan, plan_path: Path, measure: Path, long: Path, csv: Path | None,
                 log: Log) -> None:  # fmt: skip
@@ -69,13 +68,10 @@ class ReplayRunner:
         log(f"replaying {len(kept)} ncu values of {len(ok)} configurations from {source}")
         write_long(kept, long)
 
-    def device_facts(self, out: Path, ceilings: Path | None, log: Log) -> None:
-        """The capture's device, marked as replayed from it."""
-        facts = read_json(self.capture / DEVICE)
-        facts["replayed_from"] = self.capture.name
-        out.write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")
+    def device_facts(self, out: Path, ceilings: Path | None) -> None:
+        """The capture's device, marked as replayed from it (its ceilings are the capture's)."""
+        write_json(out, {**read_json(self.capture / DEVICE), "replayed_from": self.capture.name})
 
     def ceilings(self, out: Path, log: Log) -> None:
         """The ceilings measured on the capture's device (none for an older capture)."""
-        facts = read_json(self.capture / DEVICE)
-        out.write_text(json.dumps(facts.get("ceilings", {}), indent=1, sort_keys=True) + "\n")
+        write_json(out, read_json(self.capture / DEVICE).get("ceilings", {}))

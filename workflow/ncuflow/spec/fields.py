@@ -121,10 +121,6 @@ def tensor_of(where: str, name: str, value: Any, output: bool) -> Tensor:
     if "shape" not in data:
         raise SpecError(f"{where}: needs 'shape' (expressions over the dimensions)")
     dtype = data.get("dtype")
-    if output and "draw" in data:
-        raise SpecError(f"{where}: an output is written by the kernel, not drawn")
-    if not output and "check" in data:
-        raise SpecError(f"{where}: only outputs are checked")
     return Tensor(
         name=name,
         shape=expr_list(f"{where}.shape", data["shape"]),

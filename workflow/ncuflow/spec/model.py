@@ -29,13 +29,8 @@ C_TYPES = {
     "bfloat16": "__nv_bfloat16", "int64": "long long", "int32": "int", "int16": "short",
     "int8": "signed char", "uint8": "unsigned char",
 }  # fmt: skip
-INDEX_TYPES = ("int32", "int64")
-RUNS_ON = ("gpu", "cpu")
-MEMORIES = ("device", "host")
-HOST_MEMORIES = ("pageable", "pinned")
 CHECK_KINDS = ("rel_fro", "max_abs", "exact")
 DRAWS = ("uniform", "normal", "integers")
-MERITS = ("flops", "bytes")
 # Names every expression may use besides the dimensions and the tunables.
 BUILTIN_NAMES = ("in_bytes", "out_bytes")
 # Facts of the device that restrictions and launch grids may also use (device_limits in

@@ -1,7 +1,7 @@
 """Checks a config must pass that its JSON schema cannot express: no float where an
-integer is meant (JSON Schema calls 1024.0 an integer), timing bounds that agree, ncu
-sections that exist, and grids of a size one can run. (A key written twice in a YAML file
-is refused as the file is read: ncuflow.files.read_config.)
+integer is meant (JSON Schema calls 1024.0 an integer), ncu sections that exist, and grids
+of a size one can run. (A key written twice in a YAML file is refused as the file is read:
+ncuflow.files.read_config.)
 """
 
 from __future__ import annotations
@@ -10,14 +10,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, key_path
 from ..ncu import KNOWN_SECTIONS, installed_sections
-from ..schema import where
 
 # Where a float belongs; every other number of a config is an integer.
 FLOAT_KEYS = {("timing", k) for k in ("target_ci_pct", "budget_s", "timeout_s", "timeout_floor_s")}
-# Configurations a config may ask for unless it raises max_configurations.
-MAX_CONFIGURATIONS = 100_000
 
 
 def no_floats(value: Any, path: tuple[Any, ...] = ()) -> None:
@@ -33,17 +30,7 @@ def no_floats(value: Any, path: tuple[Any, ...] = ()) -> None:
             no_floats(item, (*path, i))
     elif isinstance(value, float) and path not in FLOAT_KEYS:
         shown = f"; write {int(value)}" if math.isfinite(value) and value.is_integer() else ""
-        raise ConfigError(where(path), f"{value!r} is a float, expected an integer{shown}")
-
-
-def check_timing(timing: Mapping[str, Any]) -> None:
-    """The most timed launches of a configuration are at least the fewest."""
-    if timing["max_repeats"] < timing["min_repeats"]:
-        raise ConfigError(
-            "timing.max_repeats",
-            f"{timing['max_repeats']} is below min_repeats ({timing['min_repeats']}); expected "
-            "an integer >= min_repeats",
-        )
+        raise ConfigError(key_path(path), f"{value!r} is a float, expected an integer{shown}")
 
 
 def check_sections(sections: list[str], ncu_path: str) -> None:

@@ -6,7 +6,6 @@ clear message naming the offending key and the valid choices.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import sys
@@ -22,7 +21,7 @@ from ..ncu import NcuSettings
 from ..plan import ConfigRow, Plan, Timing
 from ..spec import Family, available_families, load_family, scalar_value
 from ..vocab import ENQUEUE_METHOD, L2_FLUSH_METHOD, MEASURE, METRICS, PLAN, STANDARD_FIGURES
-from .checks import check_grid, check_sections, check_timing, no_floats
+from .checks import check_grid, check_sections, no_floats
 from .expand import DeviceLimits, expand_variant, size_grid
 
 BUNDLED_KERNELS = Path(__file__).resolve().parents[3] / "kernels"  # the workflow's own
@@ -48,6 +47,7 @@ class Study:
     config: dict[str, Any]
     kernels_dir: Path
     experiments: dict[str, Experiment]
+    timing: Timing  # how every configuration is timed: the settings and the methods
     # each variant's configurations by part (parts()), worked out once
     _split: dict[tuple[str, str], list[list[ConfigRow]]] = field(
         default_factory=dict, compare=False, repr=False
@@ -92,17 +92,6 @@ class Study:
                 split[part].append(row)
             self._split[key] = split
         return self._split[key]
-
-    def part_jobs(self) -> Iterator[tuple[str, str, str]]:
-        for experiment, variant in self.jobs():
-            for part in self.parts(experiment, variant):
-                yield experiment, variant, part
-
-    @functools.cached_property
-    def timing(self) -> Timing:
-        """How every configuration is timed: the config's settings and the methods."""
-        timing = {**self.config["timing"], "l2_flush": L2_FLUSH_METHOD, "enqueue": ENQUEUE_METHOD}
-        return Timing.from_json(timing, "timing")
 
     @property
     def ncu(self) -> NcuSettings:
@@ -267,7 +256,6 @@ def load_study(
     kernels_dir means ``bundled``, the workflow's own kernels."""
     no_floats(config)
     schema.validate(config, schema.CONFIG)
-    check_timing(config["timing"])
     check_sections(config["ncu"]["sections"], config["ncu"]["path"])
     check_grid(config)
     named = config["kernels_dir"]
@@ -279,4 +267,7 @@ def load_study(
         name: _experiment(name, data, kernels_dir, limits)
         for name, data in config["experiments"].items()
     }
-    return Study(config=config, kernels_dir=kernels_dir, experiments=experiments)
+    # the timing methods recorded beside the settings; its bounds checked before any plan
+    timing = {**config["timing"], "l2_flush": L2_FLUSH_METHOD, "enqueue": ENQUEUE_METHOD}
+    return Study(config=config, kernels_dir=kernels_dir, experiments=experiments,
+                 timing=Timing.from_json(timing, "timing"))  # fmt: skip

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import CAPTURES, ROOT
 from ncuflow.analyze.derive import config_metrics
-from ncuflow.profile.report import LONG_COLUMNS, read_report, write_long
+from ncuflow.profile.long_table import LONG_COLUMNS, read_report, write_long
 
 REPORT = ROOT / "tests" / "data" / "transpose_naive.ncu-rep"
 CAPTURED = CAPTURES / "h100-sxm-transpose" / "transpose" / "naive" / "ncu_long.parquet"
