@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..errors import NcuflowError
 from ..files import read_json
+from ..plan import Plan, read_records, records_json
 from ..profile.long_table import write_long
 from ..vocab import CAPTURE_INFO, DEVICE, MEASURE, NCU_LONG, PLAN, TABLE, VERSION
 
@@ -71,12 +72,12 @@ def save_capture(
             for file in (PLAN, MEASURE, NCU_LONG):
                 if not (source / file).is_file():
                     raise NcuflowError(f"{source / file} is missing: run the workflow first")
-            plans.append(read_json(source / PLAN))
-            measured.update(read_json(source / MEASURE))
+            plans.append(Plan.load(source / PLAN))
+            measured.update(read_records(source / MEASURE))
             longs.append(pd.read_parquet(source / NCU_LONG))
-        plan = {**plans[0], "configs": [row for p in plans for row in p["configs"]]}
-        (target / PLAN).write_text(json.dumps(plan, indent=1, sort_keys=True))
-        (target / MEASURE).write_text(json.dumps(measured, indent=1))
+        whole = plans[0].with_configs([row for plan in plans for row in plan.configs])
+        (target / PLAN).write_text(whole.to_json())
+        (target / MEASURE).write_text(records_json(measured))
         write_long(pd.concat(longs, ignore_index=True), target / NCU_LONG)
         if (results / experiment / TABLE).is_file():
             shutil.copy2(results / experiment / TABLE, folder / experiment / TABLE)
