@@ -80,6 +80,7 @@ STUDIES = {
     "h200": ROOT / "config.yaml",  # the default study on one H200
     # benchmarks/gpus.py's sweep, its run on both GPUs of one host at once (--resources gpu=2)
     "h200-x2-gpus": ROOT / "benchmarks" / "gpus.yaml",
+    "h200-verdicts": ROOT / "experiments" / "verdicts.yaml",  # the verdicts study on one H200
     **{f"h100-sxm-{p.stem}": p for p in sorted((ROOT / "experiments").glob("*.yaml"))},
 }
 
@@ -155,20 +156,20 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
         for experiment, variant in study.jobs():
             if experiment != name:
                 continue
-            base = work / f"{experiment}.{variant}"
-            plan, plan_path = study.plan(experiment, variant), Path(f"{base}.plan.json")
+            base = work / experiment / variant  # a job's folder, its files named as in results/
+            base.mkdir(parents=True)
+            plan, plan_path = study.plan(experiment, variant), base / "plan.json"
             plan_path.write_text(plan.to_json())
-            files = {s: Path(f"{base}.{s}") for s in ("measure.json", "device.json",
-                                                     "long.parquet")}  # fmt: skip
-            runner.measure(plan, plan_path, files["measure.json"], files["device.json"],
+            runner.measure(plan, plan_path, base / "measure.json", base / "device.json",
                            lambda line: None)  # fmt: skip
-            runner.profile(plan, plan_path, files["measure.json"], files["long.parquet"], None,
-                           lambda line: None)  # fmt: skip
-            long = pd.read_parquet(f"{base}.long.parquet")
-            config_metrics(long).to_parquet(f"{base}.metrics.parquet")
-            jobs.append(tuple(Path(f"{base}.{s}") for s in ("plan.json", "measure.json",
-                                                           "metrics.parquet")))  # fmt: skip
-        tables[name] = collect(name, jobs, work / "device.json", work / f"{name}.parquet", replay)
+            runner.profile(plan, plan_path, base / "measure.json", base / "ncu_long.parquet",
+                           None, lambda line: None)  # fmt: skip
+            long = pd.read_parquet(base / "ncu_long.parquet")
+            config_metrics(long).to_parquet(base / "metrics.parquet")
+            jobs.append(tuple(base / s for s in ("plan.json", "measure.json",
+                                                 "metrics.parquet")))  # fmt: skip
+        tables[name] = collect(name, jobs, work / "device.json", work / name / "table.parquet",
+                               replay)  # fmt: skip
     return tables
 
 

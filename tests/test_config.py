@@ -69,7 +69,7 @@ BAD = [
     (
         "experiments.sq.family",
         "mm",
-        "experiments.sq.family: unknown family 'mm'; valid: classifier, conv, matmul",
+        "experiments.sq.family: unknown family 'mm'; valid: classifier, conv, histogram, matmul",
     ),
     (
         "experiments.sq.variants",

@@ -20,7 +20,7 @@ from ncuflow.ncu import (
     ncu_command,
     run_ncu,
 )
-from ncuflow.plan import Plan
+from ncuflow.plan import Plan, read_records
 from ncuflow.profile.long_table import write_long
 from ncuflow.profile.stage import profile_stage
 from ncuflow.profile.worker import worker_command
@@ -112,7 +112,10 @@ def test_an_ncu_that_hangs_is_killed_at_its_limit(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
 
 
-def _chunked(tmp_path: Path, fail: set[int], calls: list[list[str]]) -> Path:
+def _chunked(
+    tmp_path: Path, fail: set[int], calls: list[list[str]], explain: str = "none",
+    tiers: list[str] | None = None,
+) -> Path:  # fmt: skip
     """The profile stage over the ladder capture's naive variant, with ncu replaced by a
     stand-in profiler that serves each chunk the capture's values (or fails on chunks
     ``fail``)."""
@@ -123,8 +126,12 @@ def _chunked(tmp_path: Path, fail: set[int], calls: list[list[str]]) -> Path:
     (tmp_path / "plan.json").write_text(plan.to_json())
     (tmp_path / "measure.json").write_text((capture / "measure.json").read_text())
 
-    def stand_in(base: Path, chunk: list[str], target: list[str], limit: float) -> dict:
+    def stand_in(
+        base: Path, chunk: list[str], target: list[str], limit: float, tier: str = "sweep"
+    ) -> dict:
         calls.append(list(chunk))
+        if tiers is not None:
+            tiers.append(tier)
         assert target == worker_command(tmp_path / "plan.json", tmp_path / "measure.json", chunk)
         if len(calls) - 1 in fail:
             return {c: "ncu failed (exit code 9): ==ERROR== stand-in" for c in chunk}
@@ -134,8 +141,33 @@ def _chunked(tmp_path: Path, fail: set[int], calls: list[list[str]]) -> Path:
 
     out = tmp_path / "ncu_long.parquet"
     profile_stage(tmp_path / "plan.json", tmp_path / "measure.json", out, tmp_path / "raw.csv",
-                  NcuSettings(chunk_size=3), lambda line: None, stand_in)  # fmt: skip
+                  NcuSettings(chunk_size=3, explain=explain), lambda line: None,
+                  stand_in)  # fmt: skip
     return out
+
+
+def test_the_explain_tier_profiles_the_fastest_configuration_of_each_size(
+    tmp_path: Path,
+) -> None:
+    calls: list[list[str]] = []
+    tiers: list[str] = []
+    _chunked(tmp_path, set(), calls, "best", tiers)
+    assert tiers == ["sweep", "sweep", "explain"]
+    records = read_records(tmp_path / "measure.json")
+    plan = Plan.load(tmp_path / "plan.json")
+    sizes = {row.config_id: row.dims["M"] for row in plan.configs}
+    fastest = {}
+    for config, record in records.items():
+        size = sizes[config]
+        if size not in fastest or record.time_ms < records[fastest[size]].time_ms:
+            fastest[size] = config
+    assert sorted(calls[-1]) == sorted(fastest.values())
+    for name in ("findings.parquet", "explain_long.parquet", "source_lines.parquet"):
+        assert (tmp_path / name).is_file()  # empty where the stand-in wrote no report
+    # explain: none profiles no second time, and leaves empty tables
+    again: list[str] = []
+    _chunked(tmp_path, set(), [], "none", again)
+    assert again == [] and pd.read_parquet(tmp_path / "explain_long.parquet").empty
 
 
 def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ CUDA_VARIANTS = sorted(p.stem for p in FOLDER.glob("*.cu"))
 def test_transpose_family_declares_its_variants() -> None:
     family = load_family(ROOT / "kernels", "transpose")
     assert family.dims == ("M", "N")
-    assert set(family.variants) == {"naive", "smem_tiled", "cupy_transpose"}
+    assert set(family.variants) == {"naive", "strided_read", "smem_tiled", "cupy_transpose"}
     assert family.args == ("A", "B", "M", "N")
     dims = {"M": 3, "N": 5}
     assert tuple(e(dims) for e in family.inputs["A"].shape) == (3, 5)

@@ -13,7 +13,7 @@
 // bounds checks. The previous version copied the tiles with 16-byte cp.async (12 per thread
 // per k-tile, with their addresses): 393.8 TFLOP/s at 4096 on the H100, against 437.6 with
 // TMA and the same tiles and barriers (cuBLAS 760-773 in those probes; TUNING.md; the
-// default study's figures are in README.md).
+// default study's figures are in docs/results.md).
 // No block barrier in the main loop: each stage has a second mbarrier, "empty", on which
 // every thread arrives once it has loaded its last fragments from the stage, and the thread
 // that refills a stage waits on it first: only that thread's warp waits for the others, and

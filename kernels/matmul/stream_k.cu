@@ -22,7 +22,7 @@
 // restrictions allow) nothing waits long, and were they not, nothing could wait forever.
 // Measured on the H100 (2026-11-24, an earlier capture; TUNING.md): 47.3 TFLOP/s at 4096³
 // against warptile's 46.4 and cuBLAS's 51.7; 37.0 at 2049 against warptile's 27.2 and
-// cuBLAS's 37.7. The default study's figures are in README.md.
+// cuBLAS's 37.7. The default study's figures are in docs/results.md.
 // Tunables and restrictions: warptile's (like: warptile.cu). Analytic DRAM traffic:
 // warptile's; the partial tiles (at most one written and read per block, about 1 % of the
 // traffic at 4096³) are left out.

@@ -46,7 +46,9 @@ def _runner(args: argparse.Namespace, log: Callable[[str], None], exclusive: boo
     ncu = NcuSettings(args.ncu, tuple(getattr(args, "sections", given.sections)),
                       getattr(args, "clock_control", given.clock_control),
                       tuple(getattr(args, "metrics", given.extra_metrics)),
-                      getattr(args, "chunk_size", given.chunk_size))  # fmt: skip
+                      getattr(args, "chunk_size", given.chunk_size),
+                      getattr(args, "explain", given.explain),
+                      tuple(getattr(args, "explain_sections", given.explain_sections)))  # fmt: skip
     return open_runner(args.mode, ncu, args.capture, log, exclusive)
 
 
@@ -142,6 +144,7 @@ def _device_table(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     import pandas as pd
 
+    from .report import rungs
     from .report.summary import markdown, summarize
     from .spec import load_family
 
@@ -149,8 +152,12 @@ def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
     summary = summarize(table, family)
     summary.to_csv(args.csv, index=False, float_format="%.6g")
-    args.md.write_text(markdown(summary, family, str(table["experiment"].iloc[0])))
-    log(f"wrote {args.csv} and {args.md}: {len(summary)} rows")
+    changes = rungs.rung_changes(table, family, pd.read_parquet(args.findings))
+    changes.to_csv(args.rungs, index=False, float_format="%.6g")
+    text = markdown(summary, family, str(table["experiment"].iloc[0]))
+    args.md.write_text(text + "\n" + rungs.markdown(changes))
+    log(f"wrote {args.csv}, {args.rungs} and {args.md}: {len(summary)} rows, "
+        f"{len(changes)} rung changes")  # fmt: skip
 
 
 def _ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -218,6 +225,9 @@ def _gpu_stages(sub: Subparsers) -> None:
     p.add_argument("--chunk-size", type=int, default=NcuSettings.chunk_size,
                    help="configurations per ncu process")  # fmt: skip
     p.add_argument("--derived", type=Path, help="the registry's columns per configuration, here")
+    p.add_argument("--explain", choices=("best", "all", "none"), default=NcuSettings.explain,
+                   help="the configurations the explain tier profiles")  # fmt: skip
+    p.add_argument("--explain-sections", nargs="*", default=list(NcuSettings.explain_sections))
     _ncu_args(p)
     _mode_args(p)
     p = _stage(sub, "device-facts", _device_facts, "write device.json (rule device_facts)",
@@ -259,6 +269,8 @@ def _table_stages(sub: Subparsers) -> None:
     p.add_argument("--kernels-dir", type=Path, required=True)
     p.add_argument("--csv", type=Path, required=True)
     p.add_argument("--md", type=Path, required=True)
+    p.add_argument("--findings", type=Path, required=True, help="the experiment's findings")
+    p.add_argument("--rungs", type=Path, required=True, help="what changed between rungs (CSV)")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -27,6 +27,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from .breakdown import breakdown_metrics
+
 Get = Callable[[str], float]
 
 SM_CLOCK = "sm__cycles_elapsed.avg.per_second"
@@ -237,6 +239,7 @@ _COUNTERS = [
     ("occupancy_limit_blocks", "block", "longest", "launch__occupancy_limit_blocks", 1.0,
      "blocks per SM the block slots allow"),
     ("sm_clock_hz", "Hz", "longest", SM_CLOCK, 1.0, "SM clock while the kernel ran"),
+    ("instructions", "instruction", "sum", "inst_executed", 1.0, "warp instructions executed"),
 ]  # fmt: skip
 
 
@@ -263,6 +266,10 @@ def _columns() -> list[Column]:
         ]  # fmt: skip
     for name, unit, reduce, metric, scale, doc in _COUNTERS:
         cols.append(Column(name, unit, reduce, (metric,), _metric(metric, scale), doc))
+    active = "sm__cycles_active.avg"
+    cols.append(Column("sm_active_pct", "%", "weighted", (active, DURATION, SM_CLOCK),
+                       lambda get: 100 * get(active) / (get(DURATION) * 1e-9 * get(SM_CLOCK)),
+                       "share of the kernel's time an average SM had a warp resident"))  # fmt: skip
     static, dynamic = "launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"
     cols.append(Column("shared_mem_per_block", "byte", "longest", (static, dynamic),
                        _sum_of(((static, 1.0), (dynamic, 1.0))),
@@ -277,11 +284,12 @@ EXTRA_METRICS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sus
 
 
 def required_metrics() -> list[str]:
-    """Every ncu metric the registry reads, for ``ncu --metrics`` (sections add others)."""
+    """Every ncu metric the registry and the bound rule read, for ``ncu --metrics``
+    (sections add others)."""
     names = [m for c in COLUMNS.values() for m in c.needs]
     for lvl in LEVELS.values():
         names.append(lvl.clock)
-    return list(dict.fromkeys([*names, *EXTRA_METRICS]))
+    return list(dict.fromkeys([*names, *EXTRA_METRICS, *breakdown_metrics()]))
 
 
 def base_name(metric: str) -> str:

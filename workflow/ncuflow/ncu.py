@@ -41,6 +41,12 @@ KNOWN_SECTIONS = (
 )  # fmt: skip
 
 
+# The explain tier's sections besides the sweep's: stall reasons, per-PC source counters,
+# schedulers, instruction mix and the memory tables (sectors per request, bank conflicts).
+EXPLAIN_SECTIONS = ("WarpStateStats", "SourceCounters", "SchedulerStats", "InstructionStats",
+                    "MemoryWorkloadAnalysis_Tables")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class NcuSettings:
     """How ncu runs: the executable, what it collects, its clocks, and how many
@@ -51,12 +57,16 @@ class NcuSettings:
     clock_control: str = "none"
     extra_metrics: tuple[str, ...] = ()
     chunk_size: int = 16
+    # the explain tier: which configurations (best per size, all, none) and its sections
+    explain: str = "best"
+    explain_sections: tuple[str, ...] = EXPLAIN_SECTIONS
 
     @classmethod
     def from_config(cls, ncu: dict[str, Any]) -> NcuSettings:
         """The settings of a config's ``ncu`` section (validated, defaults filled)."""
         return cls(ncu["path"], tuple(ncu["sections"]), ncu["clock_control"],
-                   tuple(ncu["extra_metrics"]), ncu["chunk_size"])  # fmt: skip
+                   tuple(ncu["extra_metrics"]), ncu["chunk_size"], ncu["explain"],
+                   tuple(ncu["explain_sections"]))  # fmt: skip
 
     def recorded(self) -> dict[str, Any]:
         """The settings that decide what a profile holds, as a capture records them."""

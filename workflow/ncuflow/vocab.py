@@ -32,6 +32,12 @@ NCU_LONG = "ncu_long.parquet"  # every ncu value, exact: one row per kernel and 
 METRICS = "metrics.parquet"  # the registry's columns per configuration
 PROFILE_ERRORS = "profile_errors.json"  # configurations ncu could not profile, and why
 CHUNKS = "profile_chunks"  # each ncu process's report and values, kept as it completes
+FINDINGS = "findings.parquet"  # Nsight Compute's rule results, per kernel (profile.explain)
+EXPLAIN_LONG = "explain_long.parquet"  # the explain tier's ncu values, as NCU_LONG
+SOURCE_LINES = "source_lines.parquet"  # the explain tier's stall samples per source line
+# What the profile stage writes beside NCU_LONG, kept in captures and replayed with it.
+PROFILE_EXTRAS = (FINDINGS, EXPLAIN_LONG, SOURCE_LINES)
+SWEEP, EXPLAIN = "sweep", "explain"  # the two profiling tiers (docs/methods.md)
 TABLE = "table.parquet"  # an experiment's table (and table.csv beside it)
 CAPTURE_INFO = "capture.json"  # a capture's provenance: when, where, how
 JOURNAL_SUFFIX = ".partial.jsonl"  # beside measure.json while a job measures
@@ -59,6 +65,8 @@ STANDARD_FIGURES = ("roofline", "performance", "sweep", "speed_of_light", "occup
 # neither near its ceiling
 
 MEMORY, COMPUTE, LATENCY = "memory", "compute", "latency"
+# within a few points of the latency line: both candidates are named in bound_level
+BORDERLINE = "borderline"
 
 # ---- how timing was done, recorded in every plan's timing so that a capture timed
 # otherwise is told apart

@@ -1,4 +1,5 @@
-# Stage 3: one table per experiment, one row per configuration (skipped ones included).
+# Stage 3: one table per experiment, one row per configuration (skipped ones included),
+# and every variant's findings and source lines as one table each.
 
 
 rule collect:
@@ -12,6 +13,8 @@ rule collect:
     output:
         table="results/{experiment}/table.parquet",
         csv="results/{experiment}/table.csv",
+        findings="results/{experiment}/findings.parquet",
+        lines="results/{experiment}/source_lines.parquet",
     log:
         "results/{experiment}/logs/collect.log",
     params:

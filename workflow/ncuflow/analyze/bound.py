@@ -1,15 +1,16 @@
-"""What bounds a configuration: its roof, its place on the hierarchical roofline, and the
-bound rule (memory, compute or latency, with the level).
+"""What bounds a configuration: its roof, its place on the hierarchical roofline, the
+FLOP check, and the bound rule (memory, compute, latency or borderline, with the level).
 
-The rule (docs/methods.md, "The bound rule"): every memory level's achieved bandwidth (its bytes
-over the ncu duration) and the counted FLOP rate are divided by their ceilings: the
-measured ceiling of this device where the ``ceilings`` rule ran, the theoretical one
-otherwise. The SM's Speed of Light throughput stands beside the FLOP share, because a
-kernel can saturate the SM's pipes with instructions that are not FLOPs. The busiest
-resource decides: at or above ``LATENCY_PCT`` % it is the bound (memory with its level,
-or compute with its roof's precision); two within ``TIE_POINTS`` points are "balanced" in
-the reason and the larger is named. Below ``LATENCY_PCT`` % everywhere the kernel is
-latency-bound and the level names the limiter: waves, occupancy or issue stalls.
+The rule (docs/methods.md, "The bound rule") reads the numbers Nsight Compute decides with:
+each memory unit's utilization is the largest of its Speed of Light breakdown parts (DRAM;
+L2 with writes, tags, fills and atomics; L1 with wavefronts, bank reads and writes and
+requests; shared memory), and the memory figure is never below ncu's own Memory
+Throughput; the compute figure is the larger of the SM's throughput (its busiest pipe or
+issue) and the counted FLOPs' share of their roof. At or above ``LATENCY_PCT`` % the larger
+decides (memory with its unit, or compute with its roof or pipe); under it nothing is
+saturated and the kernel is latency-bound, the level naming the limiter (atomics, waves,
+tail, occupancy or issue stalls). Within ``BAND_POINTS`` of the line it is borderline, both
+candidates named. Beside it stands ncu's own SOLBottleneck verdict, and whether they agree.
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..breakdown import SM_PIPES, part_of
 from ..metrics import LEVELS, PRECISIONS, ROOFLINE_LEVELS
-from ..vocab import COMPUTE, LATENCY, MEMORY
+from ..vocab import BORDERLINE, COMPUTE, LATENCY, MEMORY
 
-LATENCY_PCT = 60.0  # under this share of every ceiling, nothing is saturated
-TIE_POINTS = 5.0  # two utilizations this close are balanced
-WAVES_FULL = 1.0  # under one wave, SMs idle for want of blocks
+LATENCY_PCT = 60.0  # ncu's line: under this share of every peak, nothing is saturated
+BAND_POINTS = 2.5  # within this of the line, a verdict is borderline
+TIE_POINTS = 10.0  # memory and compute this close are balanced (both named)
+IDLE_SM_PCT = 80.0  # SMs with no resident warp for over a fifth of the time: a launch limit
 OCCUPANCY_LOW_PCT = 25.0
+ATOMIC_HOT_PCT = 60.0  # one L2 slice's atomic units this busy: contention
+FLOPS_OFF = 0.01  # counted FLOPs this far from the declared ones are flagged
+MEMORY_UNITS = ("dram", "l2", "l1", "shared")
 
 
 def _si(value: float, unit: str) -> str:
@@ -48,11 +54,23 @@ def roof_of(row: Mapping[str, Any], compute: Sequence[str]) -> str:
     return max(flops, key=flops.__getitem__) if flops else ""
 
 
-def _ceiling(measured: Mapping[str, Any], name: str, theoretical: float) -> tuple[float, str]:
-    entry = measured.get(name)
-    if entry and math.isfinite(_nan(entry.get("value"))) and entry["value"] > 0:
-        return float(entry["value"]), "measured"
-    return theoretical, "theoretical"
+def flops_check(row: Mapping[str, Any]) -> str:
+    """'' when the counted FLOPs are within FLOPS_OFF of what the variant declares it
+    executes (executed_flops, else the family's useful flops); else how far off, and why."""
+    counted = _nan(row.get("flops_counted"))
+    executed = _nan(row.get("executed_flops"))
+    declared, what = (executed, "executed_flops") if math.isfinite(executed) else (
+        _nan(row.get("flops")), "the family's flops")  # fmt: skip
+    if not math.isfinite(counted) or not math.isfinite(declared):
+        return ""
+    if declared <= 0:
+        return "" if counted <= 0 else f"ncu counted {_si(counted, 'FLOP')}, {what} is 0"
+    ratio = counted / declared
+    if abs(ratio - 1) <= FLOPS_OFF:
+        return ""
+    why = ("a library kernel: its tiles and padding are not declared" if row.get("baseline")
+           else "declare executed_flops for work done beyond the useful FLOPs")  # fmt: skip
+    return f"counted {ratio:.3g}× {what} ({_si(counted, 'FLOP')} of {_si(declared, 'FLOP')}): {why}"
 
 
 def derived_columns(
@@ -84,130 +102,172 @@ def derived_columns(
     out["achieved_flops_per_s"] = out["flops_counted"] / seconds if seconds > 0 else math.nan
     # bytes DRAM moved while the kernel ran: the deferred writes happen after it
     out["dram_gbps"] = counted_dram / seconds / 1e9 if seconds > 0 else math.nan
+    out["flops_check"] = flops_check({**row, **out})
     return out
 
 
-def _utilizations(
-    row: Mapping[str, Any], measured: Mapping[str, Any]
-) -> tuple[dict[str, tuple[float, float, float, str]], tuple[float, float, float, str]]:
-    """Per level and for the roof: (% of ceiling, achieved rate, ceiling, basis)."""
-    seconds = _nan(row.get("ncu_time_ms")) / 1e3
-    levels = {}
-    for name in LEVELS:
-        bytes_key = "dram_bytes_counted" if name == "dram" else f"{name}_bytes"
-        if name == "shared":  # wavefronts, so that bank conflicts count as busy time
-            rate = (
-                _nan(row.get("peak_shared_bytes_per_s"))
-                * _nan(
-                    row.get(
-                        "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed"
-                    )
-                )
-                / 100
-            )
-        else:
-            rate = _nan(row.get(bytes_key)) / seconds if seconds > 0 else math.nan
-        ceiling, basis = _ceiling(measured, name, _nan(row.get(f"peak_{name}_bytes_per_s")))
-        levels[name] = (100 * rate / ceiling, rate, ceiling, basis)
+def _memory(row: Mapping[str, Any]) -> tuple[float, str, str]:
+    """(% of peak, unit, what decided) of the busiest memory unit."""
+    units = {u: _nan(row.get(f"util_{u}_pct")) for u in MEMORY_UNITS}
+    units = {u: v for u, v in units.items() if math.isfinite(v)}
+    sol = _nan(row.get("memory_throughput_pct"))
+    if not units:
+        return sol, "", "ncu's Memory Throughput"
+    unit = max(units, key=units.__getitem__)
+    decided = str(row.get(f"util_{unit}_by") or "")
+    shared = units.get("shared", 0.0)
+    pipe_bound = any(word in decided for word in ("bank", "lsu_wavefronts"))
+    if unit == "l1" and shared >= 0.5 * units["l1"] and pipe_bound:
+        unit = "shared"  # the L1 data pipe is busy mostly with shared-memory wavefronts
+        text = (f"L1 data pipe at {units['l1']:.0f} % ({part_of(decided).what}), "
+                f"shared-memory wavefronts {shared:.0f} % of its peak")  # fmt: skip
+    else:
+        what = part_of(decided).what if decided else "its throughput"
+        text = f"{LEVELS[unit].label} at {units[unit]:.0f} % of its peak ({what}, {decided})"
+    value = units["l1"] if unit == "shared" else units[unit]
+    if math.isfinite(sol) and sol > value + 1:
+        text += f"; ncu's Memory Throughput {sol:.0f} %"
+    return max(value, sol if math.isfinite(sol) else 0.0), unit, text
+
+
+def _measured_text(row: Mapping[str, Any], measured: Mapping[str, Any]) -> str:
+    """DRAM's achieved rate against its theoretical and measured peaks."""
+    rate = _nan(row.get("dram_gbps")) * 1e9
+    theoretical = _nan(row.get("peak_dram_bytes_per_s"))
+    ceiling = _nan((measured.get("dram") or {}).get("value"))
+    if not math.isfinite(rate) or not theoretical > 0:
+        return ""
+    text = f"DRAM {_si(rate, 'B/s')}, {100 * rate / theoretical:.0f} % of theoretical"
+    if ceiling > 0:
+        text += f", {100 * rate / ceiling:.0f} % of measured"
+    return text
+
+
+def _compute(row: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[float, str, str]:
+    """(% of peak, roof or pipe, what decided) of the SM."""
+    sm = _nan(row.get("sm_throughput_pct"))
     roof = str(row.get("roof") or "")
     rate = _nan(row.get("achieved_flops_per_s"))
-    ceiling, basis = _ceiling(measured, roof, _nan(row.get("roof_flops_per_s")))
-    compute = (100 * rate / ceiling if roof else 0.0, rate, ceiling, basis)
-    return levels, compute
+    flop_pct = 100 * rate / _nan(row.get("roof_flops_per_s")) if roof else math.nan
+    pipes = {p: _nan(row.get(f"pipe_{p}_pct")) for p in SM_PIPES}
+    pipes = {p: v for p, v in pipes.items() if math.isfinite(v)}
+    pipe = max(pipes, key=pipes.__getitem__) if pipes else ""
+    by = str(row.get(f"pipe_{pipe}_by") or "")
+    pipe_text = f"SM at {sm:.0f} % ({part_of(by).what} {pipes[pipe]:.0f} %)" if by else (
+        f"SM at {sm:.0f} %")  # fmt: skip
+    if not roof:
+        return sm, pipe or "sm", f"{pipe_text}; no FLOPs counted"
+    ceiling = _nan((measured.get(roof) or {}).get("value"))
+    flop_text = f"{roof} FLOPs at {flop_pct:.0f} % of theoretical peak ({_si(rate, 'FLOP/s')}"
+    flop_text += f", {100 * rate / ceiling:.0f} % of measured)" if ceiling > 0 else ")"
+    ridge = _nan(row.get("roof_flops_per_s")) / _nan(row.get("peak_dram_bytes_per_s"))
+    ai = _nan(row.get("ai_dram"))
+    side = "below" if ai < ridge else "above"
+    flop_text += f", AI {ai:.3g} FLOP/B, {side} the {roof} ridge {ridge:.3g}"
+    if flop_pct >= sm - TIE_POINTS:  # the FLOPs are what fills the SM
+        return max(sm, flop_pct), roof, f"{flop_text}; {pipe_text}"
+    return sm, pipe or "sm", f"{pipe_text} while {flop_text}: instructions other than FLOPs fill it"
 
 
 def _latency(row: Mapping[str, Any]) -> tuple[str, str]:
+    """The limiter of a kernel that saturates nothing, and why."""
+    hot = _nan(row.get("l2_atomic_busiest_slice_pct"))
     waves = _nan(row.get("waves_per_sm"))
+    active = _nan(row.get("sm_active_pct"))
     achieved = _nan(row.get("achieved_occupancy_pct"))
     theoretical = _nan(row.get("theoretical_occupancy_pct"))
-    if waves < WAVES_FULL:
-        return "waves", (
-            f"the grid fills {100 * waves:.0f} % of one wave "
-            f"(launch__waves_per_multiprocessor {waves:.2f}): SMs idle for want of blocks"
-        )
+    if hot >= ATOMIC_HOT_PCT:
+        average = _nan(row.get("util_l2_pct"))
+        return "atomics", (
+            f"atomic contention: the busiest L2 slice's atomic units at {hot:.0f} % "
+            f"(lts__d_atomic_input_cycles_active.max) while L2 as a whole is at {average:.0f} %: "
+            "updates to few addresses serialize in the slices that hold them")  # fmt: skip
+    if active < IDLE_SM_PCT or (waves < 1 and not math.isfinite(active)):
+        if waves < 1:
+            return "waves", (
+                f"the grid fills {100 * waves:.0f} % of one wave "
+                f"(launch__waves_per_multiprocessor {waves:.2f}); SMs active {active:.0f} % "
+                "of the time: SMs idle for want of blocks")  # fmt: skip
+        return "tail", (
+            f"SMs active {active:.0f} % of the time over {waves:.2f} waves: the last, partial "
+            "wave (or uneven blocks) leaves SMs idle")  # fmt: skip
     if theoretical <= OCCUPANCY_LOW_PCT or achieved <= OCCUPANCY_LOW_PCT:
-        limits = {
-            k: _nan(row.get(f"occupancy_limit_{k}"))
-            for k in ("registers", "shared_mem", "warps", "blocks")
-        }
+        limits = {k: _nan(row.get(f"occupancy_limit_{k}"))
+                  for k in ("registers", "shared_mem", "warps", "blocks")}  # fmt: skip
         limits = {k: v for k, v in limits.items() if math.isfinite(v)}
         by = min(limits, key=limits.__getitem__) if limits else "unknown"
         return "occupancy", (
             f"achieved occupancy {achieved:.0f} % (sm__warps_active), theoretical "
             f"{theoretical:.0f} %, limited by {by} (launch__occupancy_limit_{by} "
-            f"{limits.get(by, math.nan):.0f} blocks per SM)"
-        )
+            f"{limits.get(by, math.nan):.0f} blocks per SM)")  # fmt: skip
     issue = _nan(row.get("issue_active_pct"))
+    stall = str(row.get("top_stall") or "")
+    waits = (f"warps wait mostly on {stall} ({_nan(row.get(f'stall_{stall}_pct')):.0f} % of the "
+             f"cycles between issues)") if stall else "warps wait on dependencies"  # fmt: skip
     return "issue stalls", (
-        f"schedulers issue on {issue:.0f} % of cycles (sm__issue_active) at "
-        f"{achieved:.0f} % occupancy: warps wait on dependencies, not on a saturated unit"
-    )
+        f"schedulers issue on {issue:.0f} % of cycles (sm__issue_active) at {achieved:.0f} % "
+        f"occupancy: {waits}, not on a saturated unit")  # fmt: skip
 
 
-def classify(row: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[str, str, str]:
-    """(bound, bound_level, bound_reason) of one profiled configuration."""
-    levels, (flop_pct, flop_rate, flop_ceiling, flop_basis) = _utilizations(row, measured)
-    sm_pct = _nan(row.get("sm_throughput_pct"))
-    known = {k: v for k, v in levels.items() if math.isfinite(v[0])}
-    if not known or not math.isfinite(sm_pct):
-        return "", "", "no ncu metrics for this configuration"
-    level = max(known, key=lambda k: known[k][0])
-    mem_pct, mem_rate, mem_ceiling, mem_basis = known[level]
-    roof = str(row.get("roof") or "")
-    compute_pct = max(flop_pct if math.isfinite(flop_pct) else 0.0, sm_pct)
-    label = LEVELS[level].label
-    mem_text = (
-        f"{label} at {mem_pct:.0f} % of {mem_basis} peak "
-        f"({_si(mem_rate, 'B/s')} of {_si(mem_ceiling, 'B/s')})"
-    )
-    if roof:
-        flop_text = (
-            f"{roof} at {flop_pct:.0f} % of {flop_basis} peak "
-            f"({_si(flop_rate, 'FLOP/s')} of {_si(flop_ceiling, 'FLOP/s')})"
-        )
-        ridge = _nan(row.get("roof_flops_per_s")) / _nan(row.get("peak_dram_bytes_per_s"))
-        ai = _nan(row.get("ai_dram"))
-        side = "below" if ai < ridge else "above"
-        ai_text = f"AI {ai:.3g} FLOP/B, {side} the {roof} ridge {ridge:.3g}"
+def ncu_classes(row: Mapping[str, Any]) -> set[str]:
+    """The classes ncu's own SOLBottleneck title stands for (empty where there is none)."""
+    title = str(row.get("ncu_bottleneck") or "").lower()
+    if not title:
+        return set()
+    memory, sm = _nan(row.get("memory_throughput_pct")), _nan(row.get("sm_throughput_pct"))
+    if "memory" in title:
+        return {MEMORY}
+    if "compute" in title:
+        return {COMPUTE}
+    if "balanced" in title:
+        return {MEMORY, COMPUTE}
+    if title == "high throughput":
+        return {MEMORY} if memory >= sm else {COMPUTE}
+    return {LATENCY}  # small grid, latency issue, low utilization
+
+
+def classify(row: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str, Any]:
+    """bound, bound_level, bound_reason and bound_agrees (with ncu's own verdict) of one
+    profiled configuration."""
+    mem_pct, unit, mem_text = _memory(row)
+    cpu_pct, level, cpu_text = _compute(row, measured)
+    if not math.isfinite(mem_pct) or not math.isfinite(cpu_pct):
+        return {"bound": "", "bound_level": "", "bound_agrees": None,
+                "bound_reason": "no ncu metrics for this configuration"}  # fmt: skip
+    dram = _measured_text(row, measured)
+    tail = f"; {dram}" if dram and unit != "dram" else ""
+    mem_text += f" ({dram})" if dram and unit == "dram" else ""
+    top, (cls, lvl, text), (other_text) = (
+        (mem_pct, (MEMORY, unit, mem_text), cpu_text) if mem_pct >= cpu_pct
+        else (cpu_pct, (COMPUTE, level, cpu_text), mem_text))  # fmt: skip
+    limiter, why = _latency(row)
+    if abs(top - LATENCY_PCT) < BAND_POINTS:
+        bound, bound_level = BORDERLINE, f"{cls} ({lvl}) or {LATENCY} ({limiter})"
+        reason = (f"borderline: the busiest resource is at {top:.1f} %, within {BAND_POINTS} "
+                  f"points of the {LATENCY_PCT:.0f} % line: {text}; else {why}")  # fmt: skip
+    elif top < LATENCY_PCT:
+        bound, bound_level = LATENCY, limiter
+        reason = (f"latency: nothing above {LATENCY_PCT:.0f} % of its peak ({mem_text}; "
+                  f"{cpu_text}); {why}")  # fmt: skip
     else:
-        flop_text, ai_text = "no FLOPs counted", "a kernel that only moves bytes"
-    sm_text = f"SM pipes at {sm_pct:.0f} % (Speed of Light)"
-    notes = []
-    if _nan(row.get("dram_write_deferred_bytes")) > 0.01 * _nan(row.get("dram_bytes")):
-        notes.append(
-            f"DRAM bytes include {_si(row['dram_write_deferred_bytes'], 'B')} of "
-            "output still held in L2 when the kernel ended"
+        bound, bound_level = cls, lvl
+        balanced = min(mem_pct, cpu_pct) >= LATENCY_PCT and abs(mem_pct - cpu_pct) <= TIE_POINTS
+        prefix = f"balanced within {TIE_POINTS:.0f} points, the larger named: " if balanced else ""
+        reason = f"{prefix}{text}; next: {other_text}"
+    classes = ncu_classes(row)
+    ours = {cls, LATENCY} if bound == BORDERLINE else {bound}
+    agrees = bool(ours & classes) if classes else None
+    if agrees is False:
+        reason += (
+            f"; ncu says {row.get('ncu_bottleneck')!r}: {_disagreement(row, mem_pct, cpu_pct)}"
         )
-    if _nan(row.get("dram_bytes")) < 0.98 * _nan(row.get("min_bytes")):
-        notes.append(
-            f"DRAM traffic {_si(row['dram_bytes'], 'B')} is below the compulsory "
-            f"{_si(row['min_bytes'], 'B')}: part of the data was served from L2"
-        )
-    tail = "".join(f"; {n}" for n in notes)
-    if max(mem_pct, compute_pct) < LATENCY_PCT:
-        limiter, why = _latency(row)
-        return (
-            LATENCY,
-            limiter,
-            (
-                f"latency: nothing above {LATENCY_PCT:.0f} % of its ceiling ({mem_text}; "
-                f"{flop_text}; {sm_text}); {why}; {ai_text}{tail}"
-            ),
-        )
-    balanced = abs(mem_pct - compute_pct) <= TIE_POINTS
-    if mem_pct >= compute_pct:
-        head = f"{mem_text}; {ai_text}"
-        other = flop_text if flop_pct >= sm_pct else sm_text
-        bound, bound_level = MEMORY, level
-    else:
-        if not roof or flop_pct >= sm_pct - TIE_POINTS:
-            head = flop_text if roof else sm_text
-        elif flop_pct < LATENCY_PCT:
-            head = f"{sm_text} while {flop_text}: instructions other than FLOPs fill the SM"
-        else:
-            head = f"{sm_text}, {flop_text}"
-        head = f"{head}; {ai_text}"
-        other = mem_text
-        bound, bound_level = COMPUTE, roof or "sm"
-    prefix = f"balanced within {TIE_POINTS:.0f} points, the larger named: " if balanced else ""
-    return bound, bound_level, f"{prefix}{head}; next: {other}{tail}"
+    return {"bound": bound, "bound_level": bound_level, "bound_reason": reason + tail,
+            "bound_agrees": agrees}  # fmt: skip
+
+
+def _disagreement(row: Mapping[str, Any], mem_pct: float, cpu_pct: float) -> str:
+    """Why ncuflow's verdict differs from ncu's (the figures each decided on)."""
+    sol_mem, sol_sm = _nan(row.get("memory_throughput_pct")), _nan(row.get("sm_throughput_pct"))
+    return (f"its Memory Throughput {sol_mem:.0f} % and SM Throughput {sol_sm:.0f} %, against "
+            f"ncuflow's memory {mem_pct:.0f} % (busiest unit) and compute {cpu_pct:.0f} % "
+            "(busiest pipe or FLOP share of the roof)")  # fmt: skip

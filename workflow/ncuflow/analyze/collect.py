@@ -16,9 +16,23 @@ from ..expr import ExprError
 from ..files import read_json
 from ..metrics import COLUMNS
 from ..plan import LaunchGeometry, Plan, read_records
+from ..profile.explain import FINDING_COLUMNS, LINE_COLUMNS
+from ..profile.long_table import LONG_COLUMNS
 from ..spec import Family, Variant, load_variant
-from ..vocab import OK, PROFILE_ERROR, PROFILE_ERRORS, SKIPPED, STATUSES, TIMED
+from ..vocab import (
+    EXPLAIN_LONG,
+    FINDINGS,
+    NCU_LONG,
+    OK,
+    PROFILE_ERROR,
+    PROFILE_ERRORS,
+    SKIPPED,
+    SOURCE_LINES,
+    STATUSES,
+    TIMED,
+)
 from .bound import classify, derived_columns
+from .why import WHY_COLUMNS, why_columns
 
 # A replay's capture folder and this config's ncu settings (NcuSettings.recorded()).
 Replay = tuple[Path, dict[str, Any]]
@@ -36,7 +50,8 @@ MEASURED = [
     "achieved_flops_per_s", "dram_bytes", "model_dram_bytes", "l2_bytes", "l1_bytes",
     "ai_dram", "ai_l2", "ai_l1", "dram_gbps", "sm_throughput_pct", "memory_throughput_pct",
     "achieved_occupancy_pct", "theoretical_occupancy_pct", "registers_per_thread",
-    "shared_mem_per_block", "bound", "bound_level", "bound_reason",
+    "shared_mem_per_block", "bound", "bound_level", "bound_reason", "bound_agrees",
+    *WHY_COLUMNS, "flops_check",
 ]  # fmt: skip
 DETAILS = [
     "out_dtype", "baseline", "runs_on", "profiled", "merit", "speedup", "output_bytes",
@@ -55,6 +70,12 @@ def _geometry(launches: Sequence[LaunchGeometry], key: str) -> str | None:
     """'16x16x1', or each kernel's joined by ' + ' for a sequence of launches."""
     shown = ["x".join(map(str, getattr(g, key))) for g in launches if getattr(g, key)]
     return " + ".join(shown) or None
+
+
+def _beside(metrics_path: Path, name: str, columns: list[str]) -> pd.DataFrame:
+    """A file the profile stage wrote beside metrics.parquet (empty where a run predates it)."""
+    path = Path(metrics_path).with_name(name)
+    return pd.read_parquet(path) if path.is_file() else pd.DataFrame(columns=columns)
 
 
 def _not_profiled(variant: Variant) -> str:
@@ -77,6 +98,9 @@ def variant_rows(
     errors_path = Path(metrics_path).with_name(PROFILE_ERRORS)
     profile_errors = read_json(errors_path) if errors_path.is_file() else {}
     mismatches = capture_mismatches(*replay, plan, measured, metrics.index) if replay else {}
+    why = why_columns(_beside(metrics_path, FINDINGS, FINDING_COLUMNS),
+                      _beside(metrics_path, EXPLAIN_LONG, LONG_COLUMNS),
+                      _beside(metrics_path, NCU_LONG, LONG_COLUMNS))  # fmt: skip
     rows = []
     for config in plan.configs:
         cid = config.config_id
@@ -105,6 +129,7 @@ def variant_rows(
             row.update(record.summary)
             row.update({f"step_{k}_ms": v for k, v in (record.step_ms or {}).items()})
             if row["status"] in TIMED:
+                row.update(why.get(cid, {}))
                 _timed_columns(row, cid, metrics, profile_errors, variant, ceilings)
         rows.append(row)
     return rows
@@ -121,7 +146,7 @@ def _timed_columns(
     if cid in metrics.index:
         row.update(metrics.loc[cid].to_dict())
         row.update(derived_columns(row, variant.compute, ceilings))
-        row["bound"], row["bound_level"], row["bound_reason"] = classify(row, ceilings)
+        row.update(classify(row, ceilings))
     elif cid in profile_errors:
         row["status"], row["error"] = PROFILE_ERROR, profile_errors[cid]
     elif variant.profiled and row["status"] == OK:
@@ -180,17 +205,18 @@ def collect(
     dims = list(family.dims)
     params = list(dict.fromkeys(p for v in table["variant"].unique()
                                 for p in family.variant(v).params))  # fmt: skip
-    for column in MEASURED + DETAILS:
-        if column not in table:
-            table[column] = np.nan
+    missing = [c for c in dict.fromkeys(MEASURED + DETAILS) if c not in table]
+    table = pd.concat([table, pd.DataFrame(np.nan, index=table.index, columns=missing)], axis=1)
     if family.speedup_over:
         table["speedup"] = speedups(table, family, dims)
     family_columns(table, family)
     for column in params:
         table[column] = table[column].astype("Int64")
     table["time_unstable"] = table["time_unstable"].astype("boolean")
+    table["bound_agrees"] = table["bound_agrees"].astype("boolean")
     for column in ("time_note", "bound", "bound_level", "bound_reason", "roof", "device",
-                   "capture_mismatch"):  # fmt: skip
+                   "capture_mismatch", "ncu_bottleneck", "ncu_bottleneck_message",
+                   "top_finding", "top_stall", "flops_check"):  # fmt: skip
         table[column] = table[column].astype("string")
     for column in ("repeats", "registers_per_thread", "ncu_kernels", "dynamic_smem"):
         table[column] = table[column].astype("Float64").astype("Int64")
@@ -200,7 +226,24 @@ def collect(
     table = table[ordered + [c for c in table.columns if c not in ordered]]
     table.to_parquet(out, index=False)
     table.to_csv(out.with_suffix(".csv"), index=False)
+    _experiment_extras(experiment, jobs, out.parent)
     return table
+
+
+def _experiment_extras(experiment: str, jobs: Sequence[tuple[Path, Path, Path]],
+                       folder: Path) -> None:  # fmt: skip
+    """Every variant's findings and source lines as one table each, beside the table."""
+    for name, columns in ((FINDINGS, FINDING_COLUMNS), (SOURCE_LINES, LINE_COLUMNS)):
+        frames = []
+        for plan_path, _, metrics_path in jobs:
+            frame = _beside(metrics_path, name, columns)
+            if not frame.empty:
+                frame.insert(0, "variant", Plan.load(Path(plan_path)).variant)
+                frames.append(frame)
+        table = (pd.concat(frames, ignore_index=True) if frames
+                 else pd.DataFrame(columns=["variant", *columns]))  # fmt: skip
+        table.insert(0, "experiment", experiment)
+        table.to_parquet(folder / name, index=False)
 
 
 def status_line(table_path: Path) -> str:

@@ -8,12 +8,37 @@ are weighted by kernel duration, launch figures and peaks come from the longest 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pandas as pd
 
+from ..breakdown import MAX_PCT, MEMORY_UNITS, PCT, SM_PIPES, Part
 from ..metrics import COLUMNS, EXTRA_METRICS
 
 KEYS = ["config_id", "kernel_id", "kernel_name"]
+# Each unit of the Speed of Light breakdown: its utilization (the largest of its parts, %
+# of its peak) and the part that decided (util_<unit>_by); the SM's pipes as pipe_<name>.
+UNITS: dict[str, tuple[Part, ...]] = {
+    **{f"util_{name}": parts for name, parts in MEMORY_UNITS.items()},
+    **{f"pipe_{name}": parts for name, parts in SM_PIPES.items()},
+}
+UNIT_COLUMNS = [c for unit in UNITS for c in (f"{unit}_pct", f"{unit}_by")]
+# The busiest L2 slice's atomic units (the breakdown's parts are averages over slices).
+ATOMIC_SLICE = "l2_atomic_busiest_slice_pct"
+BREAKDOWN_COLUMNS = [*UNIT_COLUMNS, ATOMIC_SLICE]
+
+
+def unit_values(get: Callable[[str], float]) -> dict[str, float | str]:
+    """One kernel's utilization per unit and the part that decided each."""
+    out: dict[str, float | str] = {}
+    for unit, parts in UNITS.items():
+        values = {p.metric: get(p.metric + PCT) for p in parts}
+        values = {m: v for m, v in values.items() if not math.isnan(v)}
+        top = max(values, key=values.__getitem__) if values else ""
+        out[f"{unit}_pct"] = values[top] if top else math.nan
+        out[f"{unit}_by"] = top
+    out[ATOMIC_SLICE] = get("lts__d_atomic_input_cycles_active" + MAX_PCT)
+    return out
 
 
 def kernel_table(long: pd.DataFrame) -> pd.DataFrame:
@@ -29,11 +54,12 @@ def kernel_table(long: pd.DataFrame) -> pd.DataFrame:
         row = dict(zip(KEYS, key, strict=True))
         row.update({name: column.formula(get) for name, column in COLUMNS.items()})
         row.update({metric: get(metric) for metric in EXTRA_METRICS})
+        row.update(unit_values(get))
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*KEYS, *COLUMNS, *EXTRA_METRICS])
+    return pd.DataFrame(rows, columns=[*KEYS, *COLUMNS, *EXTRA_METRICS, *BREAKDOWN_COLUMNS])
 
 
-def _reduce(group: pd.DataFrame, reduce: str, column: str, weights: pd.Series) -> float:
+def _reduce(group: pd.DataFrame, reduce: str, column: str, weights: pd.Series) -> float | str:
     values = group[column]
     if reduce == "sum":
         return float(values.sum(min_count=1))
@@ -42,12 +68,13 @@ def _reduce(group: pd.DataFrame, reduce: str, column: str, weights: pd.Series) -
         if values.isna().all() or total <= 0:
             return float(values.mean())
         return float((values.fillna(0.0) * weights).sum() / total)
-    return float(values.loc[weights.idxmax()])  # longest
+    longest = values.loc[weights.idxmax()]
+    return longest if isinstance(longest, str) else float(longest)
 
 
 def config_metrics(long: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration with ``ncu_kernels`` and every registry column."""
-    names = ["config_id", "ncu_kernels", *COLUMNS, *EXTRA_METRICS]
+    names = ["config_id", "ncu_kernels", *COLUMNS, *EXTRA_METRICS, *BREAKDOWN_COLUMNS]
     if long.empty:
         return pd.DataFrame(columns=names)
     kernels = kernel_table(long)
@@ -57,7 +84,8 @@ def config_metrics(long: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, object] = {"config_id": config_id, "ncu_kernels": len(group)}
         for name, column in COLUMNS.items():
             row[name] = _reduce(group, column.reduce, name, weights)
-        for metric in EXTRA_METRICS:
-            row[metric] = _reduce(group, "weighted", metric, weights)
+        for metric in [*EXTRA_METRICS, *BREAKDOWN_COLUMNS]:
+            by_longest = metric.endswith("_by")  # the part that decided the longest kernel
+            row[metric] = _reduce(group, "longest" if by_longest else "weighted", metric, weights)
         rows.append(row)
     return pd.DataFrame(rows, columns=names)

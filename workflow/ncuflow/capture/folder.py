@@ -23,7 +23,16 @@ from ..errors import NcuflowError
 from ..files import read_json
 from ..plan import Plan, read_records, records_json
 from ..profile.long_table import write_long
-from ..vocab import CAPTURE_INFO, DEVICE, MEASURE, NCU_LONG, PLAN, TABLE, VERSION
+from ..vocab import (
+    CAPTURE_INFO,
+    DEVICE,
+    MEASURE,
+    NCU_LONG,
+    PLAN,
+    PROFILE_EXTRAS,
+    TABLE,
+    VERSION,
+)
 
 CAPTURES = Path("resources") / "captures"
 
@@ -79,6 +88,15 @@ def save_capture(
         (target / PLAN).write_text(whole.to_json())
         (target / MEASURE).write_text(records_json(measured))
         write_long(pd.concat(longs, ignore_index=True), target / NCU_LONG)
+        for extra in PROFILE_EXTRAS:  # findings and the explain tier, where the run had them
+            frames = [
+                pd.read_parquet(results / experiment / variant / part / extra)
+                for part in parts
+                if (results / experiment / variant / part / extra).is_file()
+            ]
+            frames = [f for f in frames if not f.empty]
+            if frames:
+                pd.concat(frames, ignore_index=True).to_parquet(target / extra, index=False)
         if (results / experiment / TABLE).is_file():
             shutil.copy2(results / experiment / TABLE, folder / experiment / TABLE)
     shutil.copy2(results / DEVICE, folder / DEVICE)

@@ -172,3 +172,116 @@ extern "C" __global__ void __launch_bounds__(SHARED_THREADS, SHARED_BLOCKS_PER_S
   out[static_cast<size_t>(blockIdx.x) * SHARED_THREADS + threadIdx.x] =
       acc.x + acc.y + acc.z + acc.w;
 }
+
+// Shared-memory write bandwidth: the mirror of shared_read, float4 stores (STS.128) of
+// values that change each pass; the tile is summed once at the end so that no store is dead.
+extern "C" __global__ void __launch_bounds__(SHARED_THREADS, SHARED_BLOCKS_PER_SM)
+    shared_write(float* out, int passes) {
+  __shared__ float4 tile[SHARED_VEC];
+  const float seed = 1e-3f * (threadIdx.x + blockIdx.x);
+#pragma unroll 2
+  for (int p = 0; p < passes; ++p) {
+    float4* base = tile + pass_lane<SHARED_THREADS>(p);
+    const float v = seed + p;
+#pragma unroll
+    for (int k = 0; k < SHARED_VEC; k += SHARED_THREADS) base[k] = make_float4(v, v, v, v);
+  }
+  __syncthreads();
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int i = threadIdx.x; i < SHARED_VEC; i += SHARED_THREADS) accumulate(acc, tile[i]);
+  out[static_cast<size_t>(blockIdx.x) * SHARED_THREADS + threadIdx.x] =
+      acc.x + acc.y + acc.z + acc.w;
+}
+
+// L2 write bandwidth: every thread stores float4s (st.global.cg: L2, not L1) over a buffer
+// that fits in L2, passes times, so that after the first pass the writes stay in L2.
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+    l2_write(float4* buf, size_t n_vec, int passes) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * THREADS;
+  const size_t block_start = static_cast<size_t>(blockIdx.x) * THREADS;
+  for (int p = 0; p < passes; ++p) {
+    const float v = static_cast<float>(p);
+    for (size_t i = block_start + pass_lane<THREADS>(p); i < n_vec; i += stride) {
+      __stcg(buf + i, make_float4(v, v, v, v));
+    }
+  }
+}
+
+// DRAM streams over arrays far larger than L2, each at three element widths (4, 8 and 16
+// bytes: float, float2, float4): read (a sum), write (a fill), copy and triad
+// (a = b + s·c, STREAM's kernel). The grid fills the GPU once and strides over the arrays;
+// a plain load or store per element, the compiler's choice of caching.
+__device__ __forceinline__ float total(float v) { return v; }
+__device__ __forceinline__ float total(float2 v) { return v.x + v.y; }
+__device__ __forceinline__ float total(float4 v) { return v.x + v.y + v.z + v.w; }
+__device__ __forceinline__ float2 operator+(float2 a, float2 b) { return {a.x + b.x, a.y + b.y}; }
+__device__ __forceinline__ float4 operator+(float4 a, float4 b) {
+  return {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
+}
+__device__ __forceinline__ float2 operator*(float s, float2 a) { return {s * a.x, s * a.y}; }
+__device__ __forceinline__ float4 operator*(float s, float4 a) {
+  return {s * a.x, s * a.y, s * a.z, s * a.w};
+}
+template <typename V> __device__ __forceinline__ V splat(float v);
+template <> __device__ __forceinline__ float splat<float>(float v) { return v; }
+template <> __device__ __forceinline__ float2 splat<float2>(float v) { return {v, v}; }
+template <> __device__ __forceinline__ float4 splat<float4>(float v) { return {v, v, v, v}; }
+
+template <typename V>
+__device__ __forceinline__ void stream_read(const V* a, size_t n, float* out) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  float acc = 0.0f;
+#pragma unroll 4
+  for (size_t i = first; i < n; i += stride) acc += total(a[i]);
+  out[first] = acc;
+}
+template <typename V>
+__device__ __forceinline__ void stream_write(V* a, size_t n, float s) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+#pragma unroll 4
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    a[i] = splat<V>(s);
+  }
+}
+template <typename V>
+__device__ __forceinline__ void stream_copy(V* a, const V* b, size_t n) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+#pragma unroll 4
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    a[i] = b[i];
+  }
+}
+template <typename V>
+__device__ __forceinline__ void stream_triad(V* a, const V* b, const V* c, size_t n, float s) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+#pragma unroll 4
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    a[i] = b[i] + s * c[i];
+  }
+}
+
+// The entry points: stream_<pattern>_<bytes>, n counted in elements of that width.
+#define NCUFLOW_STREAMS(V, BYTES)                                                             \
+  extern "C" __global__ void __launch_bounds__(THREADS)                                       \
+      stream_read_##BYTES(const V* a, const V*, const V*, size_t n, float s, float* out) {    \
+    stream_read(a, n, out);                                                                   \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(THREADS)                                       \
+      stream_write_##BYTES(V* a, const V*, const V*, size_t n, float s, float*) {            \
+    stream_write(a, n, s);                                                                    \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(THREADS)                                       \
+      stream_copy_##BYTES(V* a, const V* b, const V*, size_t n, float s, float*) {           \
+    stream_copy(a, b, n);                                                                     \
+  }                                                                                           \
+  extern "C" __global__ void __launch_bounds__(THREADS)                                       \
+      stream_triad_##BYTES(V* a, const V* b, const V* c, size_t n, float s, float*) {        \
+    stream_triad(a, b, c, n, s);                                                              \
+  }
+NCUFLOW_STREAMS(float, 4)
+NCUFLOW_STREAMS(float2, 8)
+NCUFLOW_STREAMS(float4, 16)

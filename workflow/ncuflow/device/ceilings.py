@@ -1,11 +1,17 @@
 """Measured ceilings (rule ``ceilings``): the peak rates of this GPU that a roofline is
 drawn against, measured once per device.
 
-Memory levels are in byte/s: ``dram`` (a device-to-device copy, bytes read plus written),
-``l2``, ``l1`` and ``shared`` (the read kernels of ceilings.cu). Compute is in FLOP/s: ``fp32``,
-``fp64`` and ``fp16`` (FMA chains in registers; an FMA is 2 FLOP, an HFMA2 4) and the tensor
-cores through cuBLAS (cupy.matmul at 8192³, 2·n³ FLOP): ``tensor_fp16``, ``tensor_tf32`` and,
-where CuPy has bfloat16 (from ml_dtypes), ``tensor_bf16``.
+Memory levels are in byte/s, each the best of several access patterns, every pattern
+recorded (``patterns``): ``dram`` (a device-to-device copy and STREAM-like read, write, copy
+and triad kernels at 4-, 8- and 16-byte elements, bytes read plus written), ``l2`` (reads
+and writes of a buffer L2 holds), ``l1`` (reads of slices L1 holds) and ``shared`` (reads
+and writes). A single pattern is not a ceiling: on an H100 16-byte stores alone reach
+3.15 TB/s where cudaMemcpy gives 3.01 (2026-11-26).
+
+Compute is in FLOP/s: ``fp32``, ``fp64`` and ``fp16`` (FMA chains in registers; an FMA is
+2 FLOP, an HFMA2 4) and the tensor cores through cuBLAS (cupy.matmul at 8192³, 2·n³ FLOP):
+``tensor_fp16``, ``tensor_tf32`` and, where CuPy has bfloat16 (from ml_dtypes),
+``tensor_bf16``.
 
 Each value is the median over REPEATS timed launches (CUDA events), each sized to last about
 TARGET_S, after warm-up launches; the kernels fill every SM with as many blocks as can be
@@ -31,7 +37,12 @@ from ..metrics import LEVELS
 from ..tf32 import matmul_tf32
 
 SOURCE = Path(__file__).with_name("ceilings.cu")
-KERNELS = ("ffma_loop", "dfma_loop", "hfma2_loop", "l2_read", "l1_read", "shared_read")
+# DRAM streams: arrays touched per element, and the element widths in bytes.
+STREAM_ARRAYS = {"read": 1, "write": 1, "copy": 2, "triad": 3}
+STREAM_WIDTHS = (4, 8, 16)
+STREAMS = tuple(f"stream_{p}_{w}" for p in STREAM_ARRAYS for w in STREAM_WIDTHS)
+KERNELS = ("ffma_loop", "dfma_loop", "hfma2_loop", "l2_read", "l2_write", "l1_read",
+           "shared_read", "shared_write", *STREAMS)  # fmt: skip
 # What is measured: a ceiling per memory level of the registry, and per precision below
 # (each a precision of the registry: tests/test_ceilings.py).
 CEILING_NAMES = (*LEVELS, "fp32", "fp64", "fp16", "tensor_fp16", "tensor_tf32", "tensor_bf16")
@@ -42,7 +53,7 @@ WARMUP_S = 0.05
 REPEATS = 20
 TARGET_S = 2e-3  # each timed launch lasts about this long ...
 MIN_S = 1.25e-3  # ... and at least this long, once its work is scaled
-DRAM_BYTES = 2 << 30  # the copied buffer (read once, written once)
+DRAM_BYTES = 2 << 30  # the copied buffer (read once, written once), and each stream array
 L2_BYTES = 16 << 20  # l2_read's buffer, at most L2 / 3, then rounded to whole load batches
 L1_SLICE_BYTES = 16 << 10  # each l1_read block's slice
 GEMM_N = 8192
@@ -138,21 +149,41 @@ def _measure(
     }
 
 
+def best_of(patterns: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A level's ceiling: its fastest pattern, with every pattern's rate and spread."""
+    name = max(patterns, key=lambda k: patterns[k]["value"])
+    return {**patterns[name], "pattern": name,
+            "patterns": {k: {"value": v["value"], "spread_pct": v["spread_pct"],
+                             "method": v["method"]} for k, v in patterns.items()}}  # fmt: skip
+
+
 def _dram(d: _Device) -> dict[str, Any]:
     cp = d.cp
     n = DRAM_BYTES // 4
-    src = cp.random.random(n, dtype=cp.float32)
-    dst = cp.empty_like(src)
+    a, b, c = (cp.random.random(n, dtype=cp.float32) for _ in range(3))
     stream = cp.cuda.get_current_stream()
 
-    def launch() -> None:
-        dst.data.copy_from_device_async(src.data, src.nbytes, stream)
+    def copy() -> None:
+        a.data.copy_from_device_async(b.data, b.nbytes, stream)
 
-    method = (
-        f"cudaMemcpyAsync device to device of {src.nbytes >> 20} MiB of random float32, "
-        "counting the bytes read plus the bytes written."
-    )
-    return _measure(d, launch, 2 * src.nbytes, "byte/s", method)
+    method = (f"cudaMemcpyAsync device to device of {b.nbytes >> 20} MiB of random float32, "
+              "counting the bytes read plus the bytes written.")  # fmt: skip
+    patterns = {"memcpy": _measure(d, copy, 2 * b.nbytes, "byte/s", method)}
+    for pattern, arrays in STREAM_ARRAYS.items():
+        for width in STREAM_WIDTHS:
+            fn, grid = _kernel(d, f"stream_{pattern}_{width}", d.k["THREADS"])
+            out = cp.empty(grid * d.k["THREADS"], dtype=cp.float32)
+            args = (a, b, c, np.uint64(DRAM_BYTES // width), np.float32(0.5), out)
+
+            def launch(fn: Any = fn, grid: int = grid, args: tuple = args) -> None:
+                fn((grid,), (d.k["THREADS"],), args)
+
+            method = (f"stream_{pattern}_{width}: {grid} blocks x {d.k['THREADS']} threads "
+                      f"stride over {arrays} array(s) of {DRAM_BYTES >> 20} MiB with "
+                      f"{width}-byte elements, counting every byte read and written.")  # fmt: skip
+            patterns[f"{pattern}_{width}B"] = _measure(d, launch, arrays * DRAM_BYTES,
+                                                        "byte/s", method)  # fmt: skip
+    return best_of(patterns)
 
 
 def _l2(d: _Device) -> dict[str, Any]:
@@ -179,6 +210,24 @@ def _l2(d: _Device) -> dict[str, Any]:
     return _measure(d, lambda: launch(passes), n_vec * 16 * passes, "byte/s", method)
 
 
+def _l2_write(d: _Device) -> dict[str, Any]:
+    cp = d.cp
+    threads = d.k["THREADS"]
+    fn, grid = _kernel(d, "l2_write", threads)
+    n_vec = min(L2_BYTES, d.l2_bytes // 3) // 16 // (grid * threads) * (grid * threads)
+    buf = cp.empty(n_vec * 4, dtype=cp.float32)
+
+    def launch(passes: int) -> None:
+        fn((grid,), (threads,), (buf, np.uint64(n_vec), np.int32(passes)))
+
+    passes = _scale(d, launch, 16)
+    method = (
+        f"l2_write: {grid} blocks x {threads} threads ({grid // d.sms} per SM) write a "
+        f"{n_vec * 16 / 2**20:.1f} MiB buffer {passes} times with 128-bit st.global.cg stores."
+    )
+    return _measure(d, lambda: launch(passes), n_vec * 16 * passes, "byte/s", method)
+
+
 def _l1(d: _Device) -> dict[str, Any]:
     cp = d.cp
     threads = d.k["THREADS"]
@@ -200,20 +249,21 @@ def _l1(d: _Device) -> dict[str, Any]:
     return _measure(d, lambda: launch(passes), work, "byte/s", method)
 
 
-def _shared(d: _Device) -> dict[str, Any]:
+def _shared(d: _Device, name: str) -> dict[str, Any]:
     cp = d.cp
     threads, n_vec = d.k["SHARED_THREADS"], d.k["SHARED_VEC"]
-    fn, grid = _kernel(d, "shared_read", threads, carveout=100)  # 100: the most shared memory
+    fn, grid = _kernel(d, name, threads, carveout=100)  # 100: the most shared memory
     out = cp.empty(grid * threads, dtype=cp.float32)
 
     def launch(passes: int) -> None:
         fn((grid,), (threads,), (out, np.int32(passes)))
 
     passes = _scale(d, launch, 64)
+    verb, op = ("read", "LDS.128") if name == "shared_read" else ("write", "STS.128")
     method = (
-        f"shared_read: {grid} blocks x {threads} threads ({grid // d.sms} per SM) each read "
+        f"{name}: {grid} blocks x {threads} threads ({grid // d.sms} per SM) each {verb} "
         f"their {n_vec * 16 >> 10} KiB of shared memory {passes} times with conflict-free "
-        "LDS.128."
+        f"{op}."
     )
     work = grid * n_vec * 16 * passes
     return _measure(d, lambda: launch(passes), work, "byte/s", method)
@@ -275,9 +325,14 @@ def measure_ceilings(log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
     cp = device.cp
     steps: dict[str, Callable[[], dict[str, Any] | None]] = {
         "dram": lambda: _dram(device),
-        "l2": lambda: _l2(device),
-        "l1": lambda: _l1(device),
-        "shared": lambda: _shared(device),
+        "l2": lambda: best_of({"read_16B": _l2(device), "write_16B": _l2_write(device)}),
+        "l1": lambda: best_of({"read_16B": _l1(device)}),
+        "shared": lambda: best_of(
+            {
+                "read_16B": _shared(device, "shared_read"),
+                "write_16B": _shared(device, "shared_write"),
+            }
+        ),
         "fp32": lambda: _fma(device, "ffma_loop", "float32", 2, "FP32 FMAs"),
         "fp64": lambda: _fma(device, "dfma_loop", "float64", 2, "FP64 FMAs"),
         "fp16": lambda: _fma(device, "hfma2_loop", "float16", 4, "packed-half FMAs (HFMA2)"),
@@ -293,6 +348,8 @@ def measure_ceilings(log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
             continue
         ceilings[name] = entry
         log(f"{name}: {entry['value']:.4g} {entry['unit']} (spread {entry['spread_pct']:.1f}%)")
+        for pattern, each in entry.get("patterns", {}).items():
+            log(f"  {pattern}: {each['value']:.4g} (spread {each['spread_pct']:.1f}%)")
     if "tensor_bf16" in ceilings and ceilings["tensor_bf16"]["value"] < (
         0.5 * ceilings["tensor_fp16"]["value"]
     ):

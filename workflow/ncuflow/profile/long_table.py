@@ -8,7 +8,9 @@ configuration through the NVTX push/pop range the profile worker opened around i
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -18,7 +20,7 @@ from ..vocab import config_of_range
 LONG_COLUMNS = ["config_id", "kernel_id", "kernel_name", "metric", "unit", "value"]
 
 
-def _ncu_report():
+def ncu_report():  # the module, imported where it is needed
     try:
         import ncu_report
     except ImportError:
@@ -29,7 +31,8 @@ def _ncu_report():
     return ncu_report
 
 
-def _config_of(action: object) -> str | None:
+def config_of(action: object) -> str | None:
+    """The configuration whose NVTX range a kernel ran in (None outside every one)."""
     state = action.nvtx_state()  # type: ignore[attr-defined]
     for domain in state.domains():
         for name in state.domain_by_id(domain).push_pop_ranges():
@@ -39,33 +42,41 @@ def _config_of(action: object) -> str | None:
     return None
 
 
-def read_report(path: Path) -> pd.DataFrame:
-    """Every numeric metric of every kernel in the report, one row each (base units as ncu
-    stores them: bytes, ns, Hz, %, counts), mapped to its configuration."""
-    nr = _ncu_report()
-    numeric = {nr.IMetric.ValueKind_FLOAT, nr.IMetric.ValueKind_DOUBLE,
-               nr.IMetric.ValueKind_UINT32, nr.IMetric.ValueKind_UINT64}  # fmt: skip
+def kernel_actions(path: Path) -> Iterator[tuple[str, int, Any]]:
+    """(config_id, kernel_id, action) of every kernel of a report inside an ncuflow range;
+    kernel ids count every kernel of the report, from 1. Nothing for a missing or empty
+    report."""
     if not Path(path).is_file() or Path(path).stat().st_size == 0:
-        return pd.DataFrame(columns=LONG_COLUMNS)
-    context = nr.load_report(str(path))
-    records = []
+        return
+    context = ncu_report().load_report(str(path))
     kernel_id = 0
     for r in range(context.num_ranges()):
         result_range = context.range_by_idx(r)
         for a in range(result_range.num_actions()):
             action = result_range.action_by_idx(a)
             kernel_id += 1
-            config = _config_of(action)
-            if config is None:
-                continue  # a kernel outside every ncuflow range
-            name = action.name()
-            for metric in action.metric_names():
-                value = action[metric]
-                if value.kind() in numeric:
-                    records.append((config, kernel_id, name, metric, value.unit(),
-                                    float(value.value())))  # fmt: skip
-    if context.num_ranges() and not records:
-        raise NcuflowError(f"{path}: no kernel inside an ncuflow NVTX range")
+            config = config_of(action)
+            if config is not None:  # else a kernel outside every ncuflow range
+                yield config, kernel_id, action
+
+
+def read_report(path: Path) -> pd.DataFrame:
+    """Every numeric metric of every kernel in the report, one row each (base units as ncu
+    stores them: bytes, ns, Hz, %, counts), mapped to its configuration."""
+    nr = ncu_report()
+    numeric = {nr.IMetric.ValueKind_FLOAT, nr.IMetric.ValueKind_DOUBLE,
+               nr.IMetric.ValueKind_UINT32, nr.IMetric.ValueKind_UINT64}  # fmt: skip
+    records, kernels = [], 0
+    for config, kernel_id, action in kernel_actions(path):
+        kernels += 1
+        name = action.name()
+        for metric in action.metric_names():
+            value = action[metric]
+            if value.kind() in numeric:
+                records.append((config, kernel_id, name, metric, value.unit(),
+                                float(value.value())))  # fmt: skip
+    if kernels and not records:
+        raise NcuflowError(f"{path}: no metric of any kernel of an ncuflow NVTX range")
     return pd.DataFrame.from_records(records, columns=LONG_COLUMNS)
 
 

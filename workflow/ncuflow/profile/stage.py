@@ -6,6 +6,12 @@ configuration once inside an NVTX range named ``ncuflow_<config_id>``; ``--nvtx-
 keeps ncu to those launches, and the range names map the report's rows back to
 configurations. Each chunk's report and values are kept in profile_chunks/ as the chunk
 completes, so that an interrupted run profiles again only what was missing.
+
+Two tiers (docs/methods.md, "Two profiling tiers"): the sweep profiles every configuration
+with ``sections``; the explain tier profiles each size's fastest configuration again (or
+every one, or none: ``explain``) with ``explain_sections`` besides, for stall reasons,
+per-line stall samples, sectors per request and bank conflicts. Both keep ncu's rule
+results (findings).
 """
 
 from __future__ import annotations
@@ -32,7 +38,16 @@ from ..ncu import (
 )
 from ..plan import Plan, Record, profiled_ids, read_records
 from ..spec import load_variant
-from ..vocab import CHUNKS, PROFILE_ERRORS
+from ..vocab import (
+    CHUNKS,
+    EXPLAIN,
+    EXPLAIN_LONG,
+    FINDINGS,
+    PROFILE_ERRORS,
+    SOURCE_LINES,
+    SWEEP,
+)
+from .explain import FINDING_COLUMNS, LINE_COLUMNS, read_findings, read_source_lines
 from .long_table import LONG_COLUMNS, read_report, write_long
 from .worker import worker_command
 
@@ -45,11 +60,12 @@ def _chunk_key(ids: Sequence[str], measured: dict[str, Record]) -> str:
 
 class ChunkProfiler(Protocol):
     """What profiles one chunk: ``target`` (the profile worker over ``chunk``) under ncu,
-    killed after ``limit`` seconds, its values into ``base``.parquet and its raw CSV into
+    killed after ``limit`` seconds, with the sections of ``tier``; its report into
+    ``base``.ncu-rep, its values into ``base``.parquet and (sweep) its raw CSV into
     ``base``.csv; the configurations it could not profile, with why."""
 
     def __call__(
-        self, base: Path, chunk: list[str], target: list[str], limit: float
+        self, base: Path, chunk: list[str], target: list[str], limit: float, tier: str = SWEEP
     ) -> dict[str, str]: ...
 
 
@@ -63,7 +79,7 @@ class NcuProfiler:
         self._metrics: list[str] | None = None
 
     def __call__(
-        self, base: Path, chunk: list[str], target: list[str], limit: float
+        self, base: Path, chunk: list[str], target: list[str], limit: float, tier: str = SWEEP
     ) -> dict[str, str]:
         """One ncu process over the chunk. What an earlier run left of it goes first, so
         that a failure never brings back another set of configurations."""
@@ -72,7 +88,10 @@ class NcuProfiler:
             self._metrics = available_metrics(self.ncu, wanted, self.log)
         for suffix in (".parquet", ".csv", ".ncu-rep"):
             base.with_suffix(suffix).unlink(missing_ok=True)
-        command = ncu_command(self.ncu, base, self.settings.sections, self.settings.clock_control,
+        sections = self.settings.sections
+        if tier == EXPLAIN:
+            sections = tuple(dict.fromkeys([*sections, *self.settings.explain_sections]))
+        command = ncu_command(self.ncu, base, sections, self.settings.clock_control,
                               self._metrics, target)  # fmt: skip
         self.log("$ " + " ".join(command))
         report = base.with_suffix(".ncu-rep")
@@ -81,10 +100,49 @@ class NcuProfiler:
         except ProfileFailed as failure:
             self.log(str(failure))
             return {c: str(failure) for c in chunk}
-        self.log(f"ncu took {seconds:.1f} s for {len(chunk)} configurations")
+        self.log(f"ncu took {seconds:.1f} s for {len(chunk)} configurations ({tier} tier)")
         write_long(read_report(report), base.with_suffix(".parquet"))
-        export_csv(self.ncu, report, base.with_suffix(".csv"))
+        if tier == SWEEP:
+            export_csv(self.ncu, report, base.with_suffix(".csv"))
         return {}
+
+
+def explain_ids(mode: str, ids: Sequence[str], measured: dict[str, Record],
+                job: Plan) -> list[str]:  # fmt: skip
+    """The configurations of the explain tier: none, all, or the fastest of each size."""
+    if mode == "none":
+        return []
+    if mode == "all":
+        return list(ids)
+    dims = {row.config_id: tuple(sorted(row.dims.items())) for row in job.configs}
+    best: dict[tuple, str] = {}
+    for config in ids:
+        time = measured[config].time_ms
+        size = dims[config]
+        if time is not None and (size not in best or time < measured[best[size]].time_ms):
+            best[size] = config
+    return [c for c in ids if c in best.values()]
+
+
+def _profiled(
+    base: Path, key: str, run: Callable[[], dict], log: Callable[[str], None], what: str
+) -> dict[str, str]:
+    """A chunk's errors: profiled now (``run``), or kept from an earlier run whose key is
+    the same and which failed nowhere."""
+    marker = base.with_suffix(".json")
+    earlier = read_json(marker) if marker.is_file() else {}
+    if earlier.get("key") != key or earlier.get("errors"):  # new, changed or failed
+        failed = run()
+        atomic_write(marker, json.dumps({"key": key, "errors": failed}))
+    else:
+        log(f"{what}: profiled by an earlier run, kept")
+    return read_json(marker)["errors"]
+
+
+def _frames(paths: Sequence[Path], columns: list[str]) -> pd.DataFrame:
+    frames = [pd.read_parquet(p) for p in paths if p.is_file()]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def profile_stage(
@@ -97,16 +155,19 @@ def profile_stage(
     profiler: ChunkProfiler | None = None,
 ) -> None:
     """Profile every configuration that ran to the end, ``settings.chunk_size`` per ncu
-    process (``profiler``: NcuProfiler by default); write the exact long table of all of
-    them, the raw CSV for people, and the configurations ncu could not profile with ncu's
-    message (profile_errors.json).
+    process (``profiler``: NcuProfiler by default), then the explain tier's; write the exact
+    long table of all of them, the raw CSV for people, the configurations ncu could not
+    profile with ncu's message (profile_errors.json), and beside them the rule results
+    (findings.parquet), the explain tier's values (explain_long.parquet) and its stall
+    samples per source line (source_lines.parquet).
 
     Each chunk's report and long table are kept in profile_chunks/ as the chunk completes
     (the marker file last, written atomically): a run stopped at any point profiles again
     only the chunks that had not completed, and those ncu failed on."""
     profiler = profiler or NcuProfiler(settings, log)
     job = Plan.load(plan)
-    variant = load_variant(Path(job.kernels_dir), job.family, job.variant)[1]
+    kernels_dir = Path(job.kernels_dir)
+    variant = load_variant(kernels_dir, job.family, job.variant)[1]
     measured = read_records(measure)
     ids = profiled_ids(measured, variant.profiled)
     rows = {row.config_id: row for row in job.configs}
@@ -114,28 +175,69 @@ def profile_stage(
     folder.mkdir(exist_ok=True)
     chunks = [ids[i : i + settings.chunk_size] for i in range(0, len(ids), settings.chunk_size)]
     log(f"profiling {len(ids)} configurations in {len(chunks)} ncu processes")
-    parts, errors, csv_parts = [], {}, []
+    bases, errors = [], {}
     for i, chunk in enumerate(chunks):
-        base, key = folder / f"chunk_{i:03d}", _chunk_key(chunk, measured)
-        marker = base.with_suffix(".json")
-        earlier = read_json(marker) if marker.is_file() else {}
-        if earlier.get("key") != key or earlier.get("errors"):  # new, changed or failed
+        base = folder / f"chunk_{i:03d}"
+
+        def run(base: Path = base, chunk: list[str] = chunk) -> dict[str, str]:
             limit = chunk_limit(job.timing, [rows[c] for c in chunk])
-            failed = profiler(base, chunk, worker_command(plan, measure, chunk), limit)
-            atomic_write(marker, json.dumps({"key": key, "errors": failed}))
-        else:
-            log(f"chunk {i}: profiled by an earlier run, kept")
-        errors.update(read_json(marker)["errors"])
-        if base.with_suffix(".parquet").is_file():
-            parts.append(pd.read_parquet(base.with_suffix(".parquet")))
-            csv_parts.append(base.with_suffix(".csv"))
-    long = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=LONG_COLUMNS)
+            return profiler(base, chunk, worker_command(plan, measure, chunk), limit)
+
+        key = _chunk_key(chunk, measured)
+        errors.update(_profiled(base, key, run, log, f"chunk {i}"))
+        bases.append(base)
+    long = _frames([b.with_suffix(".parquet") for b in bases], LONG_COLUMNS)
     write_long(long, long_path)
     if csv_path is not None:
-        _join_csv(csv_parts, csv_path)
+        _join_csv([b.with_suffix(".csv") for b in bases], csv_path)
     atomic_write(long_path.with_name(PROFILE_ERRORS), json.dumps(errors, indent=1))
+    explained = [c for c in explain_ids(settings.explain, ids, measured, job) if c not in errors]
+    _explain_tier(profiler, long_path.parent, explained, (plan, measure, job), log)
+    # rule results last: reading them changes how ncu_report names derived metrics' units
+    tiers = [(b, SWEEP) for b in bases] + [(folder / "explain", EXPLAIN)] * bool(explained)
+    findings = _frames([_findings(base, tier) for base, tier in tiers], FINDING_COLUMNS)
+    findings.to_parquet(long_path.with_name(FINDINGS), index=False)
     log(f"{len(long)} metric values of {long['config_id'].nunique()} configurations; "
-        f"{len(errors)} could not be profiled")  # fmt: skip
+        f"{len(errors)} could not be profiled; {len(findings)} findings")  # fmt: skip
+
+
+def _findings(base: Path, tier: str) -> Path:
+    """The rule results of a chunk's report, beside it (read again on every run: cheap)."""
+    path = base.with_suffix(".findings.parquet")
+    read_findings(base.with_suffix(".ncu-rep"), tier).to_parquet(path, index=False)
+    return path
+
+
+def _explain_tier(
+    profiler: ChunkProfiler, out: Path, ids: list[str], job_files: tuple[Path, Path, Plan],
+    log: Callable[[str], None],
+) -> None:  # fmt: skip
+    """The explain tier's one ncu process over ``ids``: its values, findings and source
+    lines beside the sweep's, in ``out`` (empty tables where it profiles nothing)."""
+    plan, measure, job = job_files
+    rows = {row.config_id: row for row in job.configs}
+    base = out / CHUNKS / "explain"
+    if ids:
+        kernels_dir = Path(job.kernels_dir)
+
+        def run() -> dict[str, str]:
+            limit = chunk_limit(job.timing, [rows[c] for c in ids])
+            failed = profiler(base, ids, worker_command(plan, measure, ids), limit, EXPLAIN)
+            own = kernels_dir / job.family / f"{job.variant}.cu"
+            read_source_lines(base.with_suffix(".ncu-rep"), own, kernels_dir).to_parquet(
+                base.with_suffix(".lines.parquet"), index=False)  # fmt: skip
+            return failed
+
+        log(f"explain tier: {len(ids)} configurations ({', '.join(ids)})")
+        failed = _profiled(base, _chunk_key(ids, read_records(measure)), run, log, "explain tier")
+        for config, why in failed.items():  # the sweep's values stand; say what is missing
+            log(f"explain tier: no profile of {config}: {why}")
+    else:
+        for suffix in (".parquet", ".findings.parquet", ".lines.parquet", ".json", ".ncu-rep"):
+            base.with_suffix(suffix).unlink(missing_ok=True)
+    write_long(_frames([base.with_suffix(".parquet")], LONG_COLUMNS), out / EXPLAIN_LONG)
+    _frames([base.with_suffix(".lines.parquet")], LINE_COLUMNS).to_parquet(
+        out / SOURCE_LINES, index=False)  # fmt: skip
 
 
 def _join_csv(parts: Sequence[Path], out: Path) -> None:

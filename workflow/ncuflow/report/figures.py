@@ -86,7 +86,7 @@ def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dic
     )
     several_dtypes = best["dtype"].nunique() > 1
     for ax, panel in zip(axes[0], panels, strict=True):
-        in_panel = (best[keys] == panel).all(axis=1)
+        in_panel = (best[keys] == pd.Series(panel, index=keys)).all(axis=1)
         sizes = best.loc[in_panel, family.size_axis]
         for variant in styles.present(best[in_panel]):
             pick = (in_panel & (best["variant"] == variant)).to_numpy()

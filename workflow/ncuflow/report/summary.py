@@ -16,6 +16,7 @@ from ..vocab import OK, SKIPPED
 
 COLUMNS = ["variant", "parameters", "dtype", "time_ms", "time_ms_iqr", "throughput", "unit",
            "pct_of_library", "library", "speedup", "speedup_over", "bound", "bound_level",
+           "ncu_bottleneck", "top_finding", "top_finding_speedup_pct", "top_stall",
            "configurations", "failed"]  # fmt: skip
 
 
@@ -116,8 +117,8 @@ def markdown(summary: pd.DataFrame, family: Family, experiment: str) -> str:
         values = size if isinstance(size, tuple) else (size,)
         lines += [", ".join(f"{d} = {v}" for d, v in zip(dims, values, strict=True)), ""]
         lines += [f"| variant | parameters | time (ms) | {unit} | % of library | speedup over "
-                  f"{rows['speedup_over'].iloc[0]} | bound (level) |",
-                  "|---|---|---:|---:|---:|---:|---|"]  # fmt: skip
+                  f"{rows['speedup_over'].iloc[0]} | bound (level) | ncu's top finding |",
+                  "|---|---|---:|---:|---:|---:|---|---|"]  # fmt: skip
         for row in rows.itertuples():
             library = (f"{_cell(row.pct_of_library, '.1f')} ({row.library})"
                        if isinstance(row.library, str) else "–")  # fmt: skip
@@ -127,9 +128,12 @@ def markdown(summary: pd.DataFrame, family: Family, experiment: str) -> str:
                 else "–"
             )
             failed = f" ({row.failed} of {row.configurations} failed)" if row.failed else ""
+            finding = "–"
+            if isinstance(row.top_finding, str) and row.top_finding:
+                finding = f"{row.top_finding} (est. {row.top_finding_speedup_pct:.0f} %)"
             cells = [f"{row.variant}{failed}", row.parameters or "–", _cell(row.time_ms, ".4f"),
                      _cell(row.throughput, ",.2f"), library, _cell(row.speedup, ".2f"),
-                     bound]  # fmt: skip
+                     bound, finding.replace("|", "/")]  # fmt: skip
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)

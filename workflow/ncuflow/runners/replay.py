@@ -13,10 +13,23 @@ import pandas as pd
 from ..errors import NcuflowError
 from ..files import atomic_write, read_json, write_json
 from ..plan import Plan, profiled_ids, read_records, records_json
+from ..profile.explain import FINDING_COLUMNS, LINE_COLUMNS
 from ..profile.long_table import LONG_COLUMNS, write_long
 from ..spec import load_variant
-from ..vocab import DEVICE, MEASURE, NCU_LONG, PROFILE_ERRORS
+from ..vocab import (
+    DEVICE,
+    EXPLAIN_LONG,
+    FINDINGS,
+    MEASURE,
+    NCU_LONG,
+    PROFILE_ERRORS,
+    PROFILE_EXTRAS,
+    SOURCE_LINES,
+)
 from .base import Log
+
+# The columns of each file the profile stage writes beside ncu_long.parquet.
+EXTRA_COLUMNS = {FINDINGS: FINDING_COLUMNS, EXPLAIN_LONG: LONG_COLUMNS, SOURCE_LINES: LINE_COLUMNS}
 
 
 def _missing(folder: Path, plan: Plan, missing: list[str], what: str) -> NoReturn:
@@ -56,7 +69,9 @@ class ReplayRunner:
             csv.write_text(f"# replayed from capture {self.capture.name}: no ncu CSV\n")
         variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)[1]
         ok = set(profiled_ids(read_records(measure), variant.profiled))
-        source = self.capture / plan.experiment / plan.variant / NCU_LONG
+        folder = self.capture / plan.experiment / plan.variant
+        source = folder / NCU_LONG
+        _replay_extras(folder, long.parent, ok)
         if not ok:
             write_long(pd.DataFrame(columns=LONG_COLUMNS), long)
             return
@@ -75,3 +90,13 @@ class ReplayRunner:
     def ceilings(self, out: Path, log: Log) -> None:
         """The ceilings measured on the capture's device (none for an older capture)."""
         write_json(out, read_json(self.capture / DEVICE).get("ceilings", {}))
+
+
+def _replay_extras(folder: Path, out: Path, ok: set[str]) -> None:
+    """The capture's findings, explain-tier values and source lines of the configurations
+    replayed (empty tables where the capture predates them: nothing is invented)."""
+    for name in PROFILE_EXTRAS:
+        source = folder / name
+        table = pd.read_parquet(source) if source.is_file() else pd.DataFrame(
+            columns=EXTRA_COLUMNS[name])  # fmt: skip
+        table[table["config_id"].isin(ok)].to_parquet(out / name, index=False)

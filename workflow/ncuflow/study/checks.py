@@ -33,14 +33,15 @@ def no_floats(value: Any, path: tuple[Any, ...] = ()) -> None:
         raise ConfigError(key_path(path), f"{value!r} is a float, expected an integer{shown}")
 
 
-def check_sections(sections: list[str], ncu_path: str) -> None:
+def check_sections(sections: list[str], ncu_path: str, key: str = "ncu.sections") -> None:
+    """Every section of ``sections`` (the config's ``key``) is one ncu knows."""
     installed = installed_sections(ncu_path)
     known, against = (installed, "the installed ncu's --list-sections") if installed else (
         KNOWN_SECTIONS, "ncu 2025.3's sections (no ncu here to ask)")  # fmt: skip
     for i, section in enumerate(sections):
         if section not in known:
             raise ConfigError(
-                f"ncu.sections[{i}]", f"unknown section {section!r}, checked against {against}; "
+                f"{key}[{i}]", f"unknown section {section!r}, checked against {against}; "
                 f"valid: {', '.join(known)}",
             )  # fmt: skip
 

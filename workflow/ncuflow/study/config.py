@@ -257,6 +257,7 @@ def load_study(
     no_floats(config)
     schema.validate(config, schema.CONFIG)
     check_sections(config["ncu"]["sections"], config["ncu"]["path"])
+    check_sections(config["ncu"]["explain_sections"], config["ncu"]["path"], "ncu.explain_sections")
     check_grid(config)
     named = config["kernels_dir"]
     kernels_dir = (Path(root) / named if named else Path(bundled)).resolve()
