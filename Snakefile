@@ -28,7 +28,7 @@ from ncuflow.device.mode import mode_line
 from ncuflow.errors import NcuflowError
 from ncuflow.files import read_config, write_if_changed
 from ncuflow.study.config import load_study
-from ncuflow.vocab import STANDARD_FIGURES
+from ncuflow.vocab import NCU_LONG, PROFILE_ERRORS, PROFILE_EXTRAS, STANDARD_FIGURES
 
 # The workflow's own config.yaml is the default study; a --configfile on the command line
 # replaces it, and paths in a config file are relative to that file.

@@ -130,3 +130,16 @@ def test_an_empty_report_reads_as_empty_tables(tmp_path) -> None:
     assert read_findings(missing, "sweep").empty
     assert read_source_lines(missing, KERNELS / "matmul" / "naive.cu", KERNELS).empty
     assert isinstance(read_findings(missing, "sweep"), pd.DataFrame)
+
+
+def test_each_tiers_findings_follow_that_reports_own_kernel_numbers() -> None:
+    # the explain report holds fewer configurations than the sweep's: its kernels are
+    # numbered apart, and strided_read's explained rows take their finding from it
+    from conftest import replayed
+
+    table = replayed("h100-sxm-verdicts")["write_and_l1"]
+    explained = table[(table["variant"] == "strided_read") & table["top_stall"].notna()
+                      & (table["top_stall"] != "")]  # fmt: skip
+    assert len(explained) == 4
+    assert explained["top_finding"].str.startswith(
+        ("L1TEX Global Load Access Pattern", "UncoalescedGlobalAccess")).all()  # fmt: skip

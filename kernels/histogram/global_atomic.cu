@@ -43,6 +43,9 @@ histogram_global_atomic(const int* __restrict__ values, int* __restrict__ counts
 #pragma unroll
   for (int k = 0; k < ITEMS; ++k) {
     const size_t i = first + static_cast<size_t>(k) * BLOCK;
-    if (i < static_cast<size_t>(n)) atomicAdd(&counts[values[i]], 1);
+    if (i < static_cast<size_t>(n)) {
+      const int v = values[i];
+      if (static_cast<unsigned>(v) < static_cast<unsigned>(bins)) atomicAdd(&counts[v], 1);
+    }
   }
 }

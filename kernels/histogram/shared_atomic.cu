@@ -46,7 +46,10 @@ histogram_shared_atomic(const int* __restrict__ values, int* __restrict__ counts
 #pragma unroll 4
   for (int k = 0; k < ITEMS; ++k) {
     const size_t i = first + static_cast<size_t>(k) * BLOCK;
-    if (i < static_cast<size_t>(n)) atomicAdd(&local[values[i]], 1);
+    if (i < static_cast<size_t>(n)) {
+      const int v = values[i];
+      if (static_cast<unsigned>(v) < static_cast<unsigned>(bins)) atomicAdd(&local[v], 1);
+    }
   }
   __syncthreads();
   for (int b = threadIdx.x; b < bins; b += BLOCK) {

@@ -6,9 +6,9 @@ the crossbar into and out of L2, fills and atomics, L1 wavefronts, bank reads an
 writes, requests. Its "Compute (SM) Throughput" (``sm__throughput``) is likewise the
 largest of the SM's pipes and issue slots. The SpeedOfLight section collects every one of
 them (``.avg.pct_of_peak_sustained_elapsed``), so the bound rule reads the same numbers
-ncu decides with, and names the sub-metric that decided. The L2 sub-metrics also have a
-``.max`` form (the busiest slice): where few addresses take every atomic, one slice
-saturates while the average stays low.
+ncu decides with, and names the sub-metric that decided. The L2 atomic units are read in
+their ``.max`` form too (the busiest slice): where few addresses take every atomic, one
+slice saturates while the average stays low.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def breakdown_metrics() -> list[str]:
     """Every sub-metric the bound rule reads (the SpeedOfLight section collects them; the
     profile asks for them too, so that a run without that section still has them)."""
     names = [p.metric + PCT for unit in (*MEMORY_UNITS.values(), *SM_PIPES.values()) for p in unit]
-    names += [p.metric + MAX_PCT for p in MEMORY_UNITS["l2"]]
+    names.append(ATOMIC_PART + MAX_PCT)
     return list(dict.fromkeys(names))
 
 

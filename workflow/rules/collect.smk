@@ -5,10 +5,13 @@
 rule collect:
     input:
         jobs=lambda wc: STUDY.collect_inputs(wc.experiment),
-        # read beside each metrics.parquet: what ncu could not profile
-        profile_errors=lambda wc: STUDY.collect_inputs(
-            wc.experiment, "profile_errors.json"
-        ),
+        # read beside each metrics.parquet: what ncu could not profile, its findings, the
+        # explain tier's values and lines, and the values the longest kernels come from
+        beside=lambda wc: [
+            path
+            for name in (PROFILE_ERRORS, *PROFILE_EXTRAS, NCU_LONG)
+            for path in STUDY.collect_inputs(wc.experiment, name)
+        ],
         device="results/device.json",
     output:
         table="results/{experiment}/table.parquet",

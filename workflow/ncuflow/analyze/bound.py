@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..breakdown import SM_PIPES, part_of
+from ..breakdown import MEMORY_UNITS, SM_PIPES, part_of
 from ..metrics import LEVELS, PRECISIONS, ROOFLINE_LEVELS
 from ..vocab import BORDERLINE, COMPUTE, LATENCY, MEMORY
 
@@ -30,7 +30,6 @@ IDLE_SM_PCT = 80.0  # SMs with no resident warp for over a fifth of the time: a 
 OCCUPANCY_LOW_PCT = 25.0
 ATOMIC_HOT_PCT = 60.0  # one L2 slice's atomic units this busy: contention
 FLOPS_OFF = 0.01  # counted FLOPs this far from the declared ones are flagged
-MEMORY_UNITS = ("dram", "l2", "l1", "shared")
 
 
 def _si(value: float, unit: str) -> str:
@@ -106,25 +105,31 @@ def derived_columns(
     return out
 
 
+def _part(row: Mapping[str, Any], unit: str, prefix: str = "util") -> str:
+    """The breakdown part that decided a unit's figure ('' where none did)."""
+    decided = row.get(f"{prefix}_{unit}_by")
+    return decided if isinstance(decided, str) else ""
+
+
 def _memory(row: Mapping[str, Any]) -> tuple[float, str, str]:
     """(% of peak, unit, what decided) of the busiest memory unit."""
-    units = {u: _nan(row.get(f"util_{u}_pct")) for u in MEMORY_UNITS}
+    units = {u: _nan(row.get(f"util_{u}_pct")) for u in MEMORY_UNITS}  # dram, l2, l1, shared
     units = {u: v for u, v in units.items() if math.isfinite(v)}
     sol = _nan(row.get("memory_throughput_pct"))
     if not units:
         return sol, "", "ncu's Memory Throughput"
     unit = max(units, key=units.__getitem__)
-    decided = str(row.get(f"util_{unit}_by") or "")
+    value = units[unit]
+    decided = _part(row, unit)
     shared = units.get("shared", 0.0)
     pipe_bound = any(word in decided for word in ("bank", "lsu_wavefronts"))
-    if unit == "l1" and shared >= 0.5 * units["l1"] and pipe_bound:
+    if unit == "l1" and shared >= 0.5 * value and pipe_bound:
         unit = "shared"  # the L1 data pipe is busy mostly with shared-memory wavefronts
-        text = (f"L1 data pipe at {units['l1']:.0f} % ({part_of(decided).what}), "
+        text = (f"L1 data pipe at {value:.0f} % ({part_of(decided).what}), "
                 f"shared-memory wavefronts {shared:.0f} % of its peak")  # fmt: skip
     else:
-        what = part_of(decided).what if decided else "its throughput"
-        text = f"{LEVELS[unit].label} at {units[unit]:.0f} % of its peak ({what}, {decided})"
-    value = units["l1"] if unit == "shared" else units[unit]
+        what = f"{part_of(decided).what}, {decided}" if decided else "its throughput"
+        text = f"{LEVELS[unit].label} at {value:.0f} % of its peak ({what})"
     if math.isfinite(sol) and sol > value + 1:
         text += f"; ncu's Memory Throughput {sol:.0f} %"
     return max(value, sol if math.isfinite(sol) else 0.0), unit, text
@@ -152,7 +157,7 @@ def _compute(row: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[float
     pipes = {p: _nan(row.get(f"pipe_{p}_pct")) for p in SM_PIPES}
     pipes = {p: v for p, v in pipes.items() if math.isfinite(v)}
     pipe = max(pipes, key=pipes.__getitem__) if pipes else ""
-    by = str(row.get(f"pipe_{pipe}_by") or "")
+    by = _part(row, pipe, "pipe") if pipe else ""
     pipe_text = f"SM at {sm:.0f} % ({part_of(by).what} {pipes[pipe]:.0f} %)" if by else (
         f"SM at {sm:.0f} %")  # fmt: skip
     if not roof:
@@ -254,6 +259,7 @@ def classify(row: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str, A
         balanced = min(mem_pct, cpu_pct) >= LATENCY_PCT and abs(mem_pct - cpu_pct) <= TIE_POINTS
         prefix = f"balanced within {TIE_POINTS:.0f} points, the larger named: " if balanced else ""
         reason = f"{prefix}{text}; next: {other_text}"
+    reason += tail
     classes = ncu_classes(row)
     ours = {cls, LATENCY} if bound == BORDERLINE else {bound}
     agrees = bool(ours & classes) if classes else None
@@ -261,7 +267,7 @@ def classify(row: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str, A
         reason += (
             f"; ncu says {row.get('ncu_bottleneck')!r}: {_disagreement(row, mem_pct, cpu_pct)}"
         )
-    return {"bound": bound, "bound_level": bound_level, "bound_reason": reason + tail,
+    return {"bound": bound, "bound_level": bound_level, "bound_reason": reason,
             "bound_agrees": agrees}  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from ..breakdown import MAX_PCT, MEMORY_UNITS, PCT, SM_PIPES, Part
+from ..breakdown import ATOMIC_PART, MAX_PCT, MEMORY_UNITS, PCT, SM_PIPES, Part
 from ..metrics import COLUMNS, EXTRA_METRICS
 
 KEYS = ["config_id", "kernel_id", "kernel_name"]
@@ -37,7 +37,7 @@ def unit_values(get: Callable[[str], float]) -> dict[str, float | str]:
         top = max(values, key=values.__getitem__) if values else ""
         out[f"{unit}_pct"] = values[top] if top else math.nan
         out[f"{unit}_by"] = top
-    out[ATOMIC_SLICE] = get("lts__d_atomic_input_cycles_active" + MAX_PCT)
+    out[ATOMIC_SLICE] = get(ATOMIC_PART + MAX_PCT)
     return out
 
 

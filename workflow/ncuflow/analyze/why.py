@@ -9,9 +9,12 @@ its longest kernel's (the one that decides its time).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
+
+from ..vocab import EXPLAIN, SWEEP
 
 # ncu's warp stall reasons (smsp__average_warps_issue_stalled_<reason>_per_issue_active):
 # cycles a warp spent in each state per issued instruction; their sum is the cycles between
@@ -56,16 +59,24 @@ def longest_kernels(long: pd.DataFrame) -> dict[str, int]:
 
 def first_sentence(text: str) -> str:
     head = text.split(". ", 1)[0].strip()
-    return head if head.endswith(".") else head + "."
+    return head if not head or head.endswith(".") else head + "."
 
 
-def _findings_columns(findings: pd.DataFrame, longest: dict[str, int]) -> dict[str, dict]:
+def longest_findings(findings: pd.DataFrame, longest: Mapping[str, dict[str, int]]) -> pd.DataFrame:
+    """The findings of each configuration's longest kernel in each tier: ``longest`` maps a
+    tier to {config_id: kernel_id} (each report numbers its own kernels)."""
+    keep = [(tier, config, kernel) for tier, kernels in longest.items()
+            for config, kernel in kernels.items()]  # fmt: skip
+    keys = pd.DataFrame(keep, columns=["tier", "config_id", "kernel_id"])
+    return findings.merge(keys.astype({"kernel_id": findings["kernel_id"].dtype}),
+                          on=["tier", "config_id", "kernel_id"])  # fmt: skip
+
+
+def _findings_columns(findings: pd.DataFrame) -> dict[str, dict]:
     out: dict[str, dict[str, Any]] = {}
-    for config, group in findings.groupby("config_id"):
+    for config, mine in findings.groupby("config_id"):
         row: dict[str, Any] = {}
-        kernel = longest.get(str(config))
-        mine = group[group["kernel_id"] == kernel] if kernel is not None else group
-        verdict = mine[(mine["rule"] == "SOLBottleneck") & (mine["tier"] == "sweep")]
+        verdict = mine[(mine["rule"] == "SOLBottleneck") & (mine["tier"] == SWEEP)]
         if not verdict.empty:
             row["ncu_bottleneck"] = verdict["title"].iloc[0]
             row["ncu_bottleneck_message"] = verdict["message"].iloc[0]
@@ -105,7 +116,8 @@ def why_columns(
     """Per configuration: ncu's verdict, its top finding, and the explain tier's stall
     shares (``stall_<reason>_pct``, % of the cycles between issued instructions) and
     counters, where the reports have them."""
-    rows = _findings_columns(findings, longest_kernels(long))
+    longest = {SWEEP: longest_kernels(long), EXPLAIN: longest_kernels(explain)}
+    rows = _findings_columns(longest_findings(findings, longest))
     for config, values in _explain_columns(explain).items():
         rows.setdefault(config, {}).update(values)
     return rows

@@ -94,6 +94,8 @@ def read_findings(path: Path, tier: str) -> pd.DataFrame:
     """Every rule result of every kernel of a report that says something."""
     rows = []
     for config, kernel_id, action in kernel_actions(path):
+        if config is None:
+            continue
         for result in action.rule_results_as_dicts():
             row = finding(result)
             if row is not None:
@@ -113,13 +115,15 @@ def _per_pc(action: Any, metric: str) -> dict[int, float]:
     return {ids.as_uint64(i): value.as_double(i) for i in range(value.num_instances())}
 
 
-def _file_name(raw: str, own: Path, kernels_dir: Path) -> Path | None:
-    """The source file a line belongs to: NVRTC's name of the variant's own source is a
-    temporary ``*.cubin.cu``; a header keeps its path."""
-    if raw.endswith(".cubin.cu"):
-        return own.resolve()
-    path = Path(raw)
-    return path if path.is_absolute() and path.is_relative_to(kernels_dir) else None
+def _file_name(raw: str, own: Path, kernels_dir: Path) -> tuple[str, Path | None]:
+    """The source file a line belongs to, as shown (relative to ``kernels_dir``) and as read
+    for its text: NVRTC names the variant's own source a temporary ``*.cubin.cu``; a header
+    keeps its path. A file outside ``kernels_dir`` (the toolkit's headers) keeps its own
+    name and is never read."""
+    path = own.resolve() if raw.endswith(".cubin.cu") else Path(raw)
+    if path.is_absolute() and path.is_relative_to(kernels_dir):
+        return str(path.relative_to(kernels_dir)), path
+    return raw, None
 
 
 def _line_text(path: Path | None, line: int, cache: dict[Path, list[str]]) -> str:
@@ -138,6 +142,8 @@ def read_source_lines(path: Path, own: Path, kernels_dir: Path) -> pd.DataFrame:
     rows, cache = [], {}
     kernels_dir = kernels_dir.resolve()
     for config, kernel_id, action in kernel_actions(path):
+        if config is None:
+            continue
         samples = _per_pc(action, "smsp__pcsamp_sample_count")
         reasons = {m[len(STALL_SAMPLES):]: _per_pc(action, m) for m in action.metric_names()
                    if m.startswith(STALL_SAMPLES) and not m.endswith("_not_issued")}  # fmt: skip
@@ -146,7 +152,7 @@ def read_source_lines(path: Path, own: Path, kernels_dir: Path) -> pd.DataFrame:
         requests = _per_pc(action, "memory_l1_tag_requests_global")
         conflicts = _per_pc(action, "derived__memory_l1_conflicts_shared_nway")
         total = sum(samples.values())
-        lines: dict[tuple[Path | None, int], dict[str, Any]] = defaultdict(
+        lines: dict[tuple[tuple[str, Path | None], int], dict[str, Any]] = defaultdict(
             lambda: {"samples": 0.0, "reasons": defaultdict(float), "pcs": [], "mem": []}
         )
         for pc in {*samples, *sectors, *conflicts}:
@@ -161,19 +167,20 @@ def read_source_lines(path: Path, own: Path, kernels_dir: Path) -> pd.DataFrame:
                 entry["reasons"][reason] += by_pc.get(pc, 0.0)
             if pc in sectors or pc in conflicts:
                 entry["mem"].append(pc)
-        for (file, line), entry in lines.items():
-            reason = max(entry["reasons"], key=entry["reasons"].__getitem__, default="")
+        for ((shown, file), line), entry in lines.items():
+            waiting = {r: n for r, n in entry["reasons"].items() if r != "selected"}  # issuing
+            reason = max(waiting, key=waiting.__getitem__, default="")
             hottest = max(entry["pcs"])[1]
             req = sum(requests.get(pc, 0.0) for pc in entry["mem"])
             ways = [conflicts[pc] for pc in entry["mem"] if pc in conflicts]
             rows.append({
                 "config_id": config, "kernel_id": kernel_id, "kernel_name": action.name(),
-                "file": str(file.relative_to(kernels_dir)) if file else "",
+                "file": shown,
                 "line": line, "code": _line_text(file, line, cache),
                 "samples": entry["samples"],
                 "samples_pct": 100 * entry["samples"] / total if total else math.nan,
                 "top_reason": reason if entry["samples"] else "",
-                "top_reason_pct": 100 * entry["reasons"][reason] / entry["samples"]
+                "top_reason_pct": 100 * waiting[reason] / entry["samples"]
                 if entry["samples"] and reason else math.nan,
                 "sass": action.sass_by_pc(hottest).strip(),
                 "global_requests": req,

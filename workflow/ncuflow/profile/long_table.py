@@ -42,9 +42,9 @@ def config_of(action: object) -> str | None:
     return None
 
 
-def kernel_actions(path: Path) -> Iterator[tuple[str, int, Any]]:
-    """(config_id, kernel_id, action) of every kernel of a report inside an ncuflow range;
-    kernel ids count every kernel of the report, from 1. Nothing for a missing or empty
+def kernel_actions(path: Path) -> Iterator[tuple[str | None, int, Any]]:
+    """(config_id, kernel_id, action) of every kernel of a report, config_id None for one
+    outside every ncuflow range; kernel ids count from 1. Nothing for a missing or empty
     report."""
     if not Path(path).is_file() or Path(path).stat().st_size == 0:
         return
@@ -55,9 +55,7 @@ def kernel_actions(path: Path) -> Iterator[tuple[str, int, Any]]:
         for a in range(result_range.num_actions()):
             action = result_range.action_by_idx(a)
             kernel_id += 1
-            config = config_of(action)
-            if config is not None:  # else a kernel outside every ncuflow range
-                yield config, kernel_id, action
+            yield config_of(action), kernel_id, action
 
 
 def read_report(path: Path) -> pd.DataFrame:
@@ -69,6 +67,8 @@ def read_report(path: Path) -> pd.DataFrame:
     records, kernels = [], 0
     for config, kernel_id, action in kernel_actions(path):
         kernels += 1
+        if config is None:
+            continue  # a kernel outside every ncuflow range
         name = action.name()
         for metric in action.metric_names():
             value = action[metric]
@@ -76,7 +76,7 @@ def read_report(path: Path) -> pd.DataFrame:
                 records.append((config, kernel_id, name, metric, value.unit(),
                                 float(value.value())))  # fmt: skip
     if kernels and not records:
-        raise NcuflowError(f"{path}: no metric of any kernel of an ncuflow NVTX range")
+        raise NcuflowError(f"{path}: no kernel inside an ncuflow NVTX range")
     return pd.DataFrame.from_records(records, columns=LONG_COLUMNS)
 
 

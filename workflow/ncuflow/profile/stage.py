@@ -43,6 +43,7 @@ from ..vocab import (
     EXPLAIN,
     EXPLAIN_LONG,
     FINDINGS,
+    OK,
     PROFILE_ERRORS,
     SOURCE_LINES,
     SWEEP,
@@ -52,9 +53,12 @@ from .long_table import LONG_COLUMNS, read_report, write_long
 from .worker import worker_command
 
 
-def _chunk_key(ids: Sequence[str], measured: dict[str, Record]) -> str:
-    """What a chunk profiled: its configurations and the records they were measured with."""
-    text = json.dumps([(c, measured[c].fingerprint) for c in ids])
+def _chunk_key(
+    ids: Sequence[str], measured: dict[str, Record], sections: Sequence[str] = ()
+) -> str:
+    """What a chunk profiled: its configurations, the records they were measured with, and
+    the explain tier's sections where it is that tier's."""
+    text = json.dumps([(c, measured[c].fingerprint) for c in ids] + list(sections))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -116,7 +120,7 @@ def explain_ids(mode: str, ids: Sequence[str], measured: dict[str, Record],
         return list(ids)
     dims = {row.config_id: tuple(sorted(row.dims.items())) for row in job.configs}
     best: dict[tuple, str] = {}
-    for config in ids:
+    for config in (c for c in ids if measured[c].status == OK):  # a wrong result: never best
         time = measured[config].time_ms
         size = dims[config]
         if time is not None and (size not in best or time < measured[best[size]].time_ms):
@@ -192,10 +196,14 @@ def profile_stage(
         _join_csv([b.with_suffix(".csv") for b in bases], csv_path)
     atomic_write(long_path.with_name(PROFILE_ERRORS), json.dumps(errors, indent=1))
     explained = [c for c in explain_ids(settings.explain, ids, measured, job) if c not in errors]
-    _explain_tier(profiler, long_path.parent, explained, (plan, measure, job), log)
-    # rule results last: reading them changes how ncu_report names derived metrics' units
+    _explain_tier(profiler, long_path.parent, explained, (plan, measure, job),
+                  settings.explain_sections, log)  # fmt: skip
+    # rule results last: reading them changes how ncu_report names derived metrics' units;
+    # a chunk ncu failed on left no values, and its partial report is not read either
     tiers = [(b, SWEEP) for b in bases] + [(folder / "explain", EXPLAIN)] * bool(explained)
-    findings = _frames([_findings(base, tier) for base, tier in tiers], FINDING_COLUMNS)
+    findings = _frames([_findings(base, tier) for base, tier in tiers
+                        if not read_json(base.with_suffix(".json")).get("errors")],
+                       FINDING_COLUMNS)  # fmt: skip
     findings.to_parquet(long_path.with_name(FINDINGS), index=False)
     log(f"{len(long)} metric values of {long['config_id'].nunique()} configurations; "
         f"{len(errors)} could not be profiled; {len(findings)} findings")  # fmt: skip
@@ -210,7 +218,7 @@ def _findings(base: Path, tier: str) -> Path:
 
 def _explain_tier(
     profiler: ChunkProfiler, out: Path, ids: list[str], job_files: tuple[Path, Path, Plan],
-    log: Callable[[str], None],
+    sections: Sequence[str], log: Callable[[str], None],
 ) -> None:  # fmt: skip
     """The explain tier's one ncu process over ``ids``: its values, findings and source
     lines beside the sweep's, in ``out`` (empty tables where it profiles nothing)."""
@@ -223,13 +231,17 @@ def _explain_tier(
         def run() -> dict[str, str]:
             limit = chunk_limit(job.timing, [rows[c] for c in ids])
             failed = profiler(base, ids, worker_command(plan, measure, ids), limit, EXPLAIN)
-            own = kernels_dir / job.family / f"{job.variant}.cu"
-            read_source_lines(base.with_suffix(".ncu-rep"), own, kernels_dir).to_parquet(
-                base.with_suffix(".lines.parquet"), index=False)  # fmt: skip
+            lines = base.with_suffix(".lines.parquet")
+            lines.unlink(missing_ok=True)
+            if not failed:
+                own = kernels_dir / job.family / f"{job.variant}.cu"
+                read_source_lines(base.with_suffix(".ncu-rep"), own, kernels_dir).to_parquet(
+                    lines, index=False)  # fmt: skip
             return failed
 
         log(f"explain tier: {len(ids)} configurations ({', '.join(ids)})")
-        failed = _profiled(base, _chunk_key(ids, read_records(measure)), run, log, "explain tier")
+        key = _chunk_key(ids, read_records(measure), sections)
+        failed = _profiled(base, key, run, log, "explain tier")
         for config, why in failed.items():  # the sweep's values stand; say what is missing
             log(f"explain tier: no profile of {config}: {why}")
     else:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..analyze.why import STALL_REASONS
 from ..spec import Family
-from ..vocab import OK
+from ..vocab import EXPLAIN, OK, SWEEP
 
 # (column, what it is, kind): kind "count" compares ratios, "pct" points.
 MOVERS = (
@@ -74,9 +74,13 @@ def moved(a: pd.Series, b: pd.Series, top: int = 3) -> list[str]:
     return [text for _, text in sorted(scored, key=lambda s: -s[0])[:top]]
 
 
-def _titles(findings: pd.DataFrame, variant: str, config: str) -> set[str]:
-    mine = findings[(findings["variant"] == variant) & (findings["config_id"] == config)]
-    mine = mine[mine["speedup_pct"].notna()]
+def _mine(findings: pd.DataFrame, variant: str, config: str) -> pd.DataFrame:
+    return findings[(findings["variant"] == variant) & (findings["config_id"] == config)]
+
+
+def _titles(findings: pd.DataFrame, tier: str) -> set[str]:
+    """The advice ncu gives a configuration in one tier."""
+    mine = findings[findings["speedup_pct"].notna() & (findings["tier"] == tier)]
     return {t or r for t, r in zip(mine["title"], mine["rule"], strict=True)}
 
 
@@ -98,7 +102,11 @@ def rung_changes(table: pd.DataFrame, family: Family, findings: pd.DataFrame) ->
         rungs = [v for v in family.order if v in best.index and not family.variant(v).baseline]
         for a, b in itertools.pairwise(rungs):
             ra, rb = best.loc[a], best.loc[b]
-            before, after = (_titles(findings, v, r["config_id"]) for v, r in ((a, ra), (b, rb)))
+            ours = [_mine(findings, v, r["config_id"]) for v, r in ((a, ra), (b, rb))]
+            # the explain tier's findings (its sections include the sweep's) where both rungs
+            # have them, else the sweep's, which every rung has
+            both = all((f["tier"] == EXPLAIN).any() for f in ours)
+            before, after = (_titles(f, EXPLAIN if both else SWEEP) for f in ours)
             rows.append({
                 "size": label, "from": a, "to": b,
                 "speedup": float(ra["time_ms"]) / float(rb["time_ms"]),

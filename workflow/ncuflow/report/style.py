@@ -25,7 +25,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from ..device.facts import footer
 from ..metrics import ROOFLINE_LEVELS
 from ..spec import Family
-from ..vocab import COMPUTE, LATENCY, MEMORY, OK
+from ..vocab import BORDERLINE, COMPUTE, LATENCY, MEMORY, OK
 
 plt.rcParams.update({
     "font.size": 9, "axes.titlesize": 10, "legend.fontsize": 8, "axes.labelsize": 9,
@@ -41,7 +41,7 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 BASELINE_GREYS = ["0.15", "0.45", "0.65", "0.3", "0.55"]
 LEVEL_MARKERS = dict(zip(ROOFLINE_LEVELS, ("o", "s", "^"), strict=True))
-BOUND_MARKERS = {MEMORY: "o", COMPUTE: "^", LATENCY: "s"}
+BOUND_MARKERS = {MEMORY: "o", COMPUTE: "^", LATENCY: "s", BORDERLINE: "D"}
 LIMIT_MARKERS = {"registers": "o", "shared_mem": "s", "warps": "^", "blocks": "D"}
 FIGSIZE = (8.0, 4.8)  # inches: a page-wide figure of a report
 # Ceiling labels stay readable where data points lie under them: drawn above the markers,
