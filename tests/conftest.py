@@ -118,6 +118,16 @@ def replayed_study(capture: str) -> Study:
     return load_study(config)
 
 
+def measured_numbers(table: pd.DataFrame) -> list[str]:
+    """A table's measured numbers, which a replay gives back exactly: its numeric columns
+    but flags (bool in older captures, nullable since) and what this tree's reading of
+    ncu's findings makes of them (a replay reads a capture's findings again)."""
+    from ncuflow.analyze.why import WHY_COLUMNS
+
+    return [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])
+            and not pd.api.types.is_bool_dtype(table[c]) and c not in WHY_COLUMNS]  # fmt: skip
+
+
 def sources_changed(capture: str, experiment: str) -> bool:
     """Whether the kernels of an experiment's family changed since the capture: the
     fingerprint its plans hold against this tree's. A replay names the change on every row

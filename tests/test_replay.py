@@ -6,7 +6,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import CAPTURE, CAPTURES, ROOT, replayed, replayed_study, sources_changed
+from conftest import (
+    CAPTURE,
+    CAPTURES,
+    ROOT,
+    measured_numbers,
+    replayed,
+    replayed_study,
+    sources_changed,
+)
 from ncuflow.analyze.collect import status_line
 from ncuflow.capture.folder import capture_dir, info, save_capture
 from ncuflow.capture.mismatch import capture_mismatches
@@ -236,7 +244,7 @@ def test_a_replay_reproduces_the_gpu_tables_value_for_value(capture: str) -> Non
         gpu = gpu.sort_values(key, ignore_index=True)
         assert (table["status"] == gpu["status"]).all() and len(table) == len(gpu)
         assert (table[key] == gpu[key]).all().all()
-        numeric = [c for c in gpu.columns if pd.api.types.is_numeric_dtype(gpu[c])]
+        numeric = measured_numbers(gpu)
         kept = [c for c in measured if c in gpu]
         pd.testing.assert_frame_equal(table[kept], gpu[kept], check_exact=True)
         same = _planned_as_captured(capture, name)

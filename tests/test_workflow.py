@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import ncuflow
-from conftest import CAPTURES, ROOT, changed_sources_line, replayed
+from conftest import CAPTURES, ROOT, changed_sources_line, measured_numbers, replayed
 from ncuflow.gpu import cuda_device
 from ncuflow.vocab import STANDARD_FIGURES
 
@@ -33,12 +33,6 @@ def snakemake(cwd: Path, *args: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=600,
     )
-
-
-def _numeric(table: pd.DataFrame) -> list[str]:
-    """A table's numeric columns, flags left out (bool in older captures, nullable since)."""
-    return [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])
-            and not pd.api.types.is_bool_dtype(table[c])]  # fmt: skip
 
 
 def _write_config(folder: Path, experiments: dict, **top: object) -> None:
@@ -96,7 +90,7 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
                           / "table.parquet")  # fmt: skip
     # every column the GPU run wrote, in its order (later columns may come in between)
     assert [c for c in table.columns if c in gpu.columns] == list(gpu.columns)
-    numeric = _numeric(gpu)
+    numeric = measured_numbers(gpu)
     pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
     ladder = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "ladder.py"), "--table",
@@ -170,7 +164,7 @@ def test_a_family_that_only_moves_bytes_replays_end_to_end(workflow_copy: Path) 
     assert f"DRAM 3.35 TB/s (measured {measured:,.3g})" in (results / "roofline.svg").read_text()
     gpu = pd.read_parquet(ROOT / "resources" / "captures" / "h100-sxm-transpose" / "transpose"
                           / "table.parquet")  # fmt: skip
-    numeric = _numeric(gpu)
+    numeric = measured_numbers(gpu)
     pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
     assert "B/s (compulsory bytes / median time)" in (results / "performance.svg").read_text()
 
@@ -337,7 +331,7 @@ def test_the_layer_and_transfer_studies_replay_their_gpu_tables(
         results = workflow_copy / "results" / experiment
         table = pd.read_parquet(results / "table.parquet")
         gpu = pd.read_parquet(CAPTURES / f"h100-sxm-{study}" / experiment / "table.parquet")
-        numeric = _numeric(gpu)
+        numeric = measured_numbers(gpu)
         pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
         assert (table["status"].isin(["ok", "skipped"])).all()
         for figure in figures:
