@@ -32,7 +32,7 @@ from ..vocab import (
     TIMED,
 )
 from .bound import classify, derived_columns
-from .why import WHY_COLUMNS, why_columns
+from .why import DURATION, WHY_COLUMNS, why_columns
 
 # A replay's capture folder and this config's ncu settings (NcuSettings.recorded()).
 Replay = tuple[Path, dict[str, Any]]
@@ -72,10 +72,15 @@ def _geometry(launches: Sequence[LaunchGeometry], key: str) -> str | None:
     return " + ".join(shown) or None
 
 
-def _beside(metrics_path: Path, name: str, columns: list[str]) -> pd.DataFrame:
-    """A file the profile stage wrote beside metrics.parquet (empty where a run predates it)."""
+def _beside(
+    metrics_path: Path, name: str, columns: list[str], filters: list | None = None
+) -> pd.DataFrame:
+    """A file the profile stage wrote beside metrics.parquet (empty where a run predates it),
+    only its rows that pass ``filters`` (pyarrow's)."""
     path = Path(metrics_path).with_name(name)
-    return pd.read_parquet(path) if path.is_file() else pd.DataFrame(columns=columns)
+    if not path.is_file():
+        return pd.DataFrame(columns=columns)
+    return pd.read_parquet(path, filters=filters)
 
 
 def _not_profiled(variant: Variant) -> str:
@@ -100,7 +105,8 @@ def variant_rows(
     mismatches = capture_mismatches(*replay, plan, measured, metrics.index) if replay else {}
     why = why_columns(_beside(metrics_path, FINDINGS, FINDING_COLUMNS),
                       _beside(metrics_path, EXPLAIN_LONG, LONG_COLUMNS),
-                      _beside(metrics_path, NCU_LONG, LONG_COLUMNS))  # fmt: skip
+                      _beside(metrics_path, NCU_LONG, LONG_COLUMNS,
+                              [("metric", "==", DURATION)]))  # fmt: skip
     rows = []
     for config in plan.configs:
         cid = config.config_id
@@ -191,7 +197,8 @@ def collect(
     facts = read_json(Path(device))
     ceilings = facts.get("ceilings", {})
     replay = replay if facts.get("replayed_from") else None
-    rows = [row for job in jobs for row in variant_rows(*job, ceilings, replay)]
+    per_job = [variant_rows(*job, ceilings, replay) for job in jobs]
+    rows = [row for job_rows in per_job for row in job_rows]
     table = pd.DataFrame(rows)
     if table.empty:
         raise NcuflowError(f"experiment {experiment} has no configurations")
@@ -226,19 +233,21 @@ def collect(
     table = table[ordered + [c for c in table.columns if c not in ordered]]
     table.to_parquet(out, index=False)
     table.to_csv(out.with_suffix(".csv"), index=False)
-    _experiment_extras(experiment, jobs, out.parent)
+    variants = [job_rows[0]["variant"] for job_rows in per_job]  # a plan holds a configuration
+    _experiment_extras(experiment, list(zip(variants, jobs, strict=True)), out.parent)
     return table
 
 
-def _experiment_extras(experiment: str, jobs: Sequence[tuple[Path, Path, Path]],
+def _experiment_extras(experiment: str, jobs: Sequence[tuple[str, tuple[Path, Path, Path]]],
                        folder: Path) -> None:  # fmt: skip
-    """Every variant's findings and source lines as one table each, beside the table."""
+    """Every variant's findings and source lines as one table each, beside the table;
+    ``jobs``: (variant, its files) of each job."""
     for name, columns in ((FINDINGS, FINDING_COLUMNS), (SOURCE_LINES, LINE_COLUMNS)):
         frames = []
-        for plan_path, _, metrics_path in jobs:
+        for variant, (_, _, metrics_path) in jobs:
             frame = _beside(metrics_path, name, columns)
             if not frame.empty:
-                frame.insert(0, "variant", Plan.load(Path(plan_path)).variant)
+                frame.insert(0, "variant", variant)
                 frames.append(frame)
         table = (pd.concat(frames, ignore_index=True) if frames
                  else pd.DataFrame(columns=["variant", *columns]))  # fmt: skip

@@ -90,9 +90,8 @@ def _findings_columns(findings: pd.DataFrame) -> dict[str, dict]:
     return out
 
 
-def _explain_columns(explain: pd.DataFrame) -> dict[str, dict]:
+def _explain_columns(explain: pd.DataFrame, longest: dict[str, int]) -> dict[str, dict]:
     out: dict[str, dict[str, Any]] = {}
-    longest = longest_kernels(explain)
     for config, kernel in longest.items():
         values = explain[(explain["config_id"] == config) & (explain["kernel_id"] == kernel)]
         get = dict(zip(values["metric"], values["value"], strict=True))
@@ -115,9 +114,9 @@ def why_columns(
 ) -> dict[str, dict[str, Any]]:
     """Per configuration: ncu's verdict, its top finding, and the explain tier's stall
     shares (``stall_<reason>_pct``, % of the cycles between issued instructions) and
-    counters, where the reports have them."""
+    counters, where the reports have them. ``long`` needs only the sweep's durations."""
     longest = {SWEEP: longest_kernels(long), EXPLAIN: longest_kernels(explain)}
     rows = _findings_columns(longest_findings(findings, longest))
-    for config, values in _explain_columns(explain).items():
+    for config, values in _explain_columns(explain, longest[EXPLAIN]).items():
         rows.setdefault(config, {}).update(values)
     return rows

@@ -90,7 +90,7 @@ class NcuProfiler:
         if self._metrics is None:
             wanted = [*required_metrics(), *self.settings.extra_metrics]
             self._metrics = available_metrics(self.ncu, wanted, self.log)
-        for suffix in (".parquet", ".csv", ".ncu-rep"):
+        for suffix in (".parquet", ".csv", ".ncu-rep", ".findings.parquet"):
             base.with_suffix(suffix).unlink(missing_ok=True)
         sections = self.settings.sections
         if tier == EXPLAIN:
@@ -210,9 +210,13 @@ def profile_stage(
 
 
 def _findings(base: Path, tier: str) -> Path:
-    """The rule results of a chunk's report, beside it (read again on every run: cheap)."""
-    path = base.with_suffix(".findings.parquet")
-    read_findings(base.with_suffix(".ncu-rep"), tier).to_parquet(path, index=False)
+    """The rule results of a chunk's report, beside it: read once per report (a resumed
+    run keeps those of the chunks it kept)."""
+    path, report = base.with_suffix(".findings.parquet"), base.with_suffix(".ncu-rep")
+    fresh = path.is_file() and (
+        not report.is_file() or path.stat().st_mtime >= report.stat().st_mtime)  # fmt: skip
+    if not fresh:
+        read_findings(report, tier).to_parquet(path, index=False)
     return path
 
 
