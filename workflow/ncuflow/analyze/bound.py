@@ -214,12 +214,17 @@ def _latency(row: Mapping[str, Any]) -> tuple[str, str]:
         f"occupancy: {waits}, not on a saturated unit")  # fmt: skip
 
 
-def ncu_classes(row: Mapping[str, Any]) -> set[str]:
-    """The classes ncu's own SOLBottleneck title stands for (empty where there is none)."""
+def ncu_classes(
+    row: Mapping[str, Any], memory: float | None = None, sm: float | None = None
+) -> set[str]:
+    """The classes ncu's own SOLBottleneck title stands for (empty where there is none);
+    "High Throughput" names the larger of ``memory`` and ``sm`` (the row's Memory and SM
+    Throughput by default)."""
     title = str(row.get("ncu_bottleneck") or "").lower()
     if not title:
         return set()
-    memory, sm = _nan(row.get("memory_throughput_pct")), _nan(row.get("sm_throughput_pct"))
+    memory = _nan(row.get("memory_throughput_pct")) if memory is None else memory
+    sm = _nan(row.get("sm_throughput_pct")) if sm is None else sm
     if "memory" in title:
         return {MEMORY}
     if "compute" in title:
@@ -263,12 +268,31 @@ def classify(row: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str, A
     classes = ncu_classes(row)
     ours = {cls, LATENCY} if bound == BORDERLINE else {bound}
     agrees = bool(ours & classes) if classes else None
+    kernels = _nan(row.get("ncu_kernels"))
+    memory, sm = (_nan(row.get(c)) for c in ("longest_kernel_memory_pct",
+                                               "longest_kernel_sm_pct"))  # fmt: skip
+    if classes and kernels > 1 and math.isfinite(memory) and math.isfinite(sm):
+        # ncu's verdict is of the longest kernel alone: compared with ncuflow's reading of it
+        agrees = bool(_kernel_classes(memory, sm) & ncu_classes(row, memory, sm))
+        if agrees and not ours & classes:  # the configuration as a whole reads otherwise
+            reason += (f"; ncu's {row.get('ncu_bottleneck')!r} is of the longest of its "
+                       f"{kernels:.0f} kernels alone, which ncuflow reads the same (busiest "
+                       f"memory unit {memory:.0f} %, SM {sm:.0f} %); the verdict above weighs "
+                       f"all {kernels:.0f} by their time")  # fmt: skip
     if agrees is False:
         reason += (
             f"; ncu says {row.get('ncu_bottleneck')!r}: {_disagreement(row, mem_pct, cpu_pct)}"
         )
     return {"bound": bound, "bound_level": bound_level, "bound_reason": reason,
             "bound_agrees": agrees}  # fmt: skip
+
+
+def _kernel_classes(memory_pct: float, sm_pct: float) -> set[str]:
+    """The classes one kernel's figures stand for, by the same lines as a configuration's."""
+    top, cls = (memory_pct, MEMORY) if memory_pct >= sm_pct else (sm_pct, COMPUTE)
+    if abs(top - LATENCY_PCT) < BAND_POINTS:
+        return {cls, LATENCY}
+    return {LATENCY} if top < LATENCY_PCT else {cls}
 
 
 def _disagreement(row: Mapping[str, Any], mem_pct: float, cpu_pct: float) -> str:

@@ -26,6 +26,9 @@ UNIT_COLUMNS = [c for unit in UNITS for c in (f"{unit}_pct", f"{unit}_by")]
 # The busiest L2 slice's atomic units (the breakdown's parts are averages over slices).
 ATOMIC_SLICE = "l2_atomic_busiest_slice_pct"
 BREAKDOWN_COLUMNS = [*UNIT_COLUMNS, ATOMIC_SLICE]
+# The longest kernel's own busiest memory unit and SM throughput (%): what ncu's verdict on
+# a configuration of several kernels, which is that kernel's, is to be compared with.
+LONGEST_COLUMNS = ["longest_kernel_memory_pct", "longest_kernel_sm_pct"]
 
 
 def unit_values(get: Callable[[str], float]) -> dict[str, float | str]:
@@ -74,7 +77,8 @@ def _reduce(group: pd.DataFrame, reduce: str, column: str, weights: pd.Series) -
 
 def config_metrics(long: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration with ``ncu_kernels`` and every registry column."""
-    names = ["config_id", "ncu_kernels", *COLUMNS, *EXTRA_METRICS, *BREAKDOWN_COLUMNS]
+    names = ["config_id", "ncu_kernels", *COLUMNS, *EXTRA_METRICS, *BREAKDOWN_COLUMNS,
+             *LONGEST_COLUMNS]  # fmt: skip
     if long.empty:
         return pd.DataFrame(columns=names)
     kernels = kernel_table(long)
@@ -87,5 +91,10 @@ def config_metrics(long: pd.DataFrame) -> pd.DataFrame:
         for metric in [*EXTRA_METRICS, *BREAKDOWN_COLUMNS]:
             by_longest = metric.endswith("_by")  # the part that decided the longest kernel
             row[metric] = _reduce(group, "longest" if by_longest else "weighted", metric, weights)
+        longest = group.loc[weights.idxmax()]
+        memory = [longest[f"util_{u}_pct"] for u in MEMORY_UNITS]
+        memory = [float(v) for v in [*memory, longest["memory_throughput_pct"]] if pd.notna(v)]
+        row["longest_kernel_memory_pct"] = max(memory) if memory else math.nan
+        row["longest_kernel_sm_pct"] = float(longest["sm_throughput_pct"])
         rows.append(row)
     return pd.DataFrame(rows, columns=names)
