@@ -5,6 +5,7 @@
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
@@ -15,10 +16,24 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 
+from ncuflow.runlog import finish_run, process_started
+from ncuflow.vocab import RUN_LOG_ENV
+
+# When this run began, and where its stages append their wall times (results/run.json)
+STARTED = process_started()
+if workflow.is_main_process:
+    _runs = Path(".snakemake/ncuflow/runs").resolve()
+    _runs.mkdir(parents=True, exist_ok=True)
+    os.environ[RUN_LOG_ENV] = str(_runs / f"{STARTED:.3f}.jsonl")
+else:
+    os.environ.setdefault(RUN_LOG_ENV, "")
+
+
 # set just above, for the stages' own processes; declared, so that a job that runs elsewhere
-# (a cluster node) gets it too
+# (a cluster node) gets them too
 envvars:
     "PYTHONPATH",
+    RUN_LOG_ENV,
 
 
 from ncuflow.capture.folder import capture_dir
@@ -70,6 +85,7 @@ SOURCE = str(
 if workflow.is_main_process:  # not again in the processes that run jobs
     print(mode_line(config, CAPTURE, STUDY.count()), file=sys.stderr)
     quiet_scheduler()
+START_S = time.time() - STARTED  # Snakemake's start and the study's planning
 
 
 report: WORKFLOW / "workflow" / "report" / "workflow.rst"
@@ -78,10 +94,15 @@ report: WORKFLOW / "workflow" / "report" / "workflow.rst"
 onsuccess:
     from ncuflow.analyze.collect import status_line
 
+    finish_run(workflow, config["mode"], STARTED, START_S, ok=True)
     for _name in STUDY.experiments:
         _table = Path(f"results/{_name}/table.parquet")
         if _table.is_file():
             print(status_line(_table), file=sys.stderr)
+
+
+onerror:
+    finish_run(workflow, config["mode"], STARTED, START_S, ok=False)
 
 
 # On a cluster (profiles/slurm) these run on the submitting machine; the GPU stages are jobs.

@@ -1,11 +1,14 @@
 import copy
+import json
+from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, minimal_config
-from ncuflow.errors import ConfigError
+from ncuflow.errors import ConfigError, NcuflowError
 from ncuflow.files import read_config
-from ncuflow.study.config import load_study
+from ncuflow.study.config import load_study, part_plan
+from ncuflow.vocab import PENDING, SKIPPED
 
 
 def test_defaults_are_filled_in() -> None:
@@ -46,12 +49,35 @@ def test_a_variant_is_split_into_jobs_of_at_most_so_many_configurations() -> Non
     assert study.count() == (9, 6) and study.parts("sq", "smem_tiled") == ["p0", "p1", "p2"]
     assert [[r.config_id for r in plan.pending] for plan in plans] == [
         [r.config_id for r in pending[i : i + 2]] for i in (0, 2, 4)]  # fmt: skip
-    skipped = [row for row in whole if not row.pending]  # TILE=64: 4096 threads
-    assert len(skipped) == 3 and all(row in plans[0].configs for row in skipped)
-    assert sum(len(plan.configs) for plan in plans) == len(whole)
-    assert tuple(r for r in whole if r in plans[0].configs) == plans[0].configs  # grid order
+    # the parts, in order, are the grid in its order; TILE=64 (4096 threads), last in the
+    # grid, is skipped, in the last part
+    assert tuple(row for plan in plans for row in plan.configs) == whole
+    assert [r.status for r in plans[2].configs] == [PENDING] * 2 + [SKIPPED] * 3
     config["configurations_per_job"] = 100
     assert load_study(config).parts("sq", "smem_tiled") == ["p0"]
+    config["configurations_per_job"], config["max_jobs_per_variant"] = 1, 2
+    assert load_study(config).parts("sq", "smem_tiled") == ["p0", "p1"]  # 3 each
+
+
+def test_a_job_expands_its_own_part_from_the_variants_plan(tmp_path: Path) -> None:
+    """The main process writes one small plan per variant (the grid as the config gave it
+    and where each part starts); each job's plan.json, expanded from it, is the part the
+    study holds; a kernel edited after planning is refused, not measured as planned."""
+    config = minimal_config(variants={"smem_tiled": {"params": {"TILE": [8, 16, 64]}}},
+                            sizes={"M": [64, 1023, 2049], "N": "M", "K": "M"})  # fmt: skip
+    config["configurations_per_job"] = 2
+    study = load_study(config)
+    path = Path(study.plan_file("sq", "smem_tiled", folder=tmp_path))
+    assert len(path.read_text()) < 4000  # the grid, not its rows
+    for part in study.parts("sq", "smem_tiled"):
+        assert part_plan(path, part) == study.plan("sq", "smem_tiled", part)
+    with pytest.raises(NcuflowError, match=r"part 'p3' is not one of p0 \.\.\. p2"):
+        part_plan(path, "p3")
+    edited = json.loads(path.read_text())
+    edited["plan"]["family_fingerprint"] = "0" * 16  # planned against other sources
+    path.write_text(json.dumps(edited))
+    with pytest.raises(NcuflowError, match="sources of family matmul changed since this study"):
+        part_plan(path, "p0")
 
 
 def _with(config: dict, path: str, value: object) -> dict:

@@ -19,7 +19,7 @@ from ncuflow.measure.problem import POISON_BITS, Problem, call_with, compare, dr
 from ncuflow.measure.stage import measure_stage
 from ncuflow.spec import Check, SpecError, Tensor, load_family
 from ncuflow.study.config import load_study
-from ncuflow.study.expand import DeviceLimits, expand_variant
+from ncuflow.study.expand import DeviceLimits, VariantGrid
 
 EXAMPLE = ROOT / "tests" / "data" / "kernels"
 
@@ -189,12 +189,12 @@ def test_launches_are_chosen_per_configuration_by_when(example_copy: Path) -> No
         cu.read_text().replace("    args: [hits, m]\n", "    args: [hits, m]\n    when: m > 100\n")
     )
     family = load_family(example_copy, "gather")
-    rows = expand_variant("e", family, family.variants["gather"], [{"n": 10, "m": 50},
-                          {"n": 10, "m": 500}], {}, [], DeviceLimits(), "where")  # fmt: skip
+    rows = VariantGrid("e", family, family.variants["gather"], [{"n": 10, "m": 50},
+                       {"n": 10, "m": 500}], {}, [], DeviceLimits(), "where").rows()  # fmt: skip
     assert [[g.name for g in r.launches] for r in rows] == [
         ["gather_scaled"], ["gather_zero_hits", "gather_scaled"]]  # fmt: skip
-    wide = expand_variant("e", family, family.variants["gather"], [{"n": 10, "m": 500}],
-                          {"BLOCK": 2048}, [], DeviceLimits(), "where")  # fmt: skip
+    wide = VariantGrid("e", family, family.variants["gather"], [{"n": 10, "m": 500}],
+                       {"BLOCK": 2048}, [], DeviceLimits(), "where").rows()  # fmt: skip
     assert wide[0].status == "skipped"
     assert wide[0].error.startswith("gather_zero_hits: block 2048×1×1 = 2048 threads exceeds")
 
@@ -272,5 +272,5 @@ def test_dimensions_beyond_the_index_type_are_refused() -> None:
 
 def test_a_list_of_size_grids_is_their_union_in_order() -> None:
     config = _study(sizes=[{"n": [8, 16], "m": 4}, {"n": 8, "m": [4, 5]}])
-    rows = load_study(config).experiments["g"].configs["numpy_gather"]
+    rows = load_study(config).experiments["g"].rows("numpy_gather")
     assert [r.dims for r in rows] == [{"n": 8, "m": 4}, {"n": 16, "m": 4}, {"n": 8, "m": 5}]

@@ -5,7 +5,7 @@ from ncuflow.device.facts import facts_differences
 from ncuflow.errors import ConfigError
 from ncuflow.plan import LaunchGeometry, Plan, Timing
 from ncuflow.spec import load_family
-from ncuflow.study.expand import DeviceLimits, config_id, expand_variant, size_grid
+from ncuflow.study.expand import DeviceLimits, VariantGrid, config_id, size_grid
 from ncuflow.vocab import PENDING, SKIPPED
 
 FAMILY = load_family(ROOT / "kernels", "matmul")
@@ -54,9 +54,9 @@ H100 = DeviceLimits()
 
 def _expand(variant: str, params: dict, restrictions=(), limits=H100):
     sizes = [{"M": 1023, "N": 1023, "K": 1023}]
-    return expand_variant(
+    return VariantGrid(
         "e", FAMILY, FAMILY.variants[variant], sizes, params, restrictions, limits, "where"
-    )
+    ).rows()
 
 
 def test_expansion_keeps_failing_combinations_as_skipped_rows_with_reasons() -> None:
@@ -121,8 +121,8 @@ def test_a_persistent_grid_is_as_many_blocks_as_the_planned_gpu_holds() -> None:
     sizes = [{"M": 4096, "N": 4096, "K": 4096}, {"M": 300, "N": 517, "K": 129}]
     params = {"BN": [128], "MIN_BLOCKS": [2]}
     grids = [
-        [row.launches[0].grid for row in expand_variant(
-            "e", FAMILY, FAMILY.variants["stream_k"], sizes, params, (), limits, "where")]
+        [row.launches[0].grid for row in VariantGrid(
+            "e", FAMILY, FAMILY.variants["stream_k"], sizes, params, (), limits, "where").rows()]
         for limits in (H100, DeviceLimits(sm_count=114))
     ]  # fmt: skip
     assert grids == [[(264, 1, 1), (15, 1, 1)], [(228, 1, 1), (15, 1, 1)]]
@@ -136,8 +136,8 @@ def test_a_measurement_under_other_device_facts_is_not_reused_where_the_grid_fol
 
     def prints(variant: str) -> list[str]:
         return [
-            plan.fingerprint(expand_variant("e", FAMILY, FAMILY.variants[variant], size,
-                                            {}, (), limits, "where")[0])
+            plan.fingerprint(VariantGrid("e", FAMILY, FAMILY.variants[variant], size,
+                                         {}, (), limits, "where").rows(0, 1)[0])
             for limits in (H100, DeviceLimits(sm_count=114))
         ]  # fmt: skip
 
@@ -145,5 +145,18 @@ def test_a_measurement_under_other_device_facts_is_not_reused_where_the_grid_fol
     assert first != other
     first, other = prints("warptile")
     assert first == other
-    row = expand_variant("e", FAMILY, FAMILY.variants["warptile"], size, {}, (), H100, "w")[0]
+    row = VariantGrid("e", FAMILY, FAMILY.variants["warptile"], size, {}, (), H100, "w").rows()[0]
     assert row.grid_facts is None  # its fingerprint as before (test_replay: as captured)
+
+
+def test_any_range_of_positions_is_that_slice_of_the_grid() -> None:
+    """A job expands only its part: positions [start, stop) of the grid, which may begin
+    and end in the middle of a combination of tunables' sizes."""
+    sizes = [{"M": m, "N": m, "K": m} for m in (64, 1023, 2049)]
+    grid = VariantGrid("e", FAMILY, FAMILY.variants["smem_tiled"], sizes,
+                       {"TILE": [8, 16, 64]}, (), H100, "where")  # fmt: skip
+    whole = grid.rows()
+    assert grid.size == len(whole) == 9
+    for start, stop in ((0, 9), (2, 7), (4, 5), (8, 9), (3, 3)):
+        assert grid.rows(start, stop) == whole[start:stop]
+    assert list(grid.scan().pending) == [i for i, row in enumerate(whole) if row.pending]

@@ -117,7 +117,7 @@ def test_one_ncu_process_profiles_every_ok_configuration(tmp_path: Path, kernels
     csv_path = tmp_path / "raw.csv"
     long_path = tmp_path / "ncu_long.parquet"
     study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
-    settings = dataclasses.replace(study.ncu, chunk_size=2)
+    settings = dataclasses.replace(study.ncu, chunk_size=2, explain="none")  # every one swept
     profile_stage(plan, measure, long_path, csv_path, settings, lambda line: None)
     chunks = sorted((tmp_path / "profile_chunks").glob("chunk_*.ncu-rep"))
     assert len(chunks) == 2 and csv_path.stat().st_size > 0  # 4 configurations, 2 per ncu
@@ -143,7 +143,7 @@ def test_a_profile_killed_midway_profiles_only_the_missing_chunks(
     ncu = study.config["ncu"]
     command = [sys.executable, "-m", "ncuflow", "profile", "--plan", str(plan), "--measure",
                str(measure), "--long", str(paths["long"]), "--csv", str(paths["csv"]),
-               "--mode", "gpu", "--ncu", ncu["path"], "--chunk-size", "1",
+               "--mode", "gpu", "--ncu", ncu["path"], "--chunk-size", "1", "--explain", "none",
                "--sections", *ncu["sections"]]  # fmt: skip
     first = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL)
     done = tmp_path / "profile_chunks" / "chunk_001.json"
@@ -154,10 +154,9 @@ def test_a_profile_killed_midway_profiles_only_the_missing_chunks(
     first.wait()
     assert done.is_file() and not paths["long"].exists()  # killed before the end
     lines: list[str] = []
-    settings = dataclasses.replace(study.ncu, chunk_size=1)
+    settings = dataclasses.replace(study.ncu, chunk_size=1, explain="none")  # chunks alone
     profile_stage(plan, measure, paths["long"], paths["csv"], settings, lines.append)
     kept = [line for line in lines if "profiled by an earlier run, kept" in line]
-    # the sweep's chunks; the explain tier then profiles the fastest configurations again
     profiled = [line for line in lines if line.startswith("ncu took") and "(sweep tier)" in line]
     print(f"resumed: {len(kept)} chunks kept, {len(profiled)} profiled again")
     assert len(kept) >= 2 and len(kept) + len(profiled) == 4 and profiled

@@ -123,7 +123,7 @@ def test_the_layer_study_runs_the_four_layers_at_both_batches() -> None:
                          ("conv", {(64, 224), (512, 14)})):  # fmt: skip
         experiment = study.experiments[name]
         assert set(experiment.variants) == set(experiment.family.variants)
-        dims = [r.dims for rows in experiment.configs.values() for r in rows]
+        dims = [r.dims for v in experiment.variants for r in experiment.rows(v)]
         key = ("Ni", "Nn") if name == "classifier" else ("Ni", "Nx")
         assert {tuple(d[k] for k in key) for d in dims} == layers
         assert {d["B"] for d in dims} == {1, 16}
@@ -133,7 +133,7 @@ def test_a_batch_the_tensor_core_variant_cannot_take_is_a_skipped_row() -> None:
     config = {"kernels_dir": str(KERNELS), "experiments": {"c": {
         "family": "classifier", "sizes": {"Ni": 4096, "Nn": 1024, "B": [3, 16]},
         "variants": {"wmma_batched": None}}}}  # fmt: skip
-    rows = load_study(config).experiments["c"].configs["wmma_batched"]
+    rows = load_study(config).experiments["c"].rows("wmma_batched")
     assert [r.status for r in rows] == ["skipped", "pending"]
     assert "B % 16 == 0" in rows[0].error and "(B=3)" in rows[0].error
 

@@ -1,3 +1,4 @@
+import csv
 import dataclasses
 import json
 import os
@@ -136,7 +137,9 @@ def _chunked(
         if len(calls) - 1 in fail:
             return {c: "ncu failed (exit code 9): ==ERROR== stand-in" for c in chunk}
         write_long(long[long["config_id"].isin(chunk)], base.with_suffix(".parquet"))
-        base.with_suffix(".csv").write_text("ID,metric\n" + "".join(f"{c},1\n" for c in chunk))
+        metric = f"{tier}_metric"  # the explain tier's report has more columns
+        rows = "".join(f'"0","{c}","1"\n' for c in chunk)
+        base.with_suffix(".csv").write_text(f'"ID","Kernel Name","{metric}"\n"","","%"\n{rows}')
         return {}
 
     out = tmp_path / "ncu_long.parquet"
@@ -149,10 +152,12 @@ def _chunked(
 def test_the_explain_tier_profiles_the_fastest_configuration_of_each_size(
     tmp_path: Path,
 ) -> None:
+    """... and only there: the sweep profiles the others (of the naive variant's one
+    tiling at four sizes, none), each configuration once."""
     calls: list[list[str]] = []
     tiers: list[str] = []
-    _chunked(tmp_path, set(), calls, "best", tiers)
-    assert tiers == ["sweep", "sweep", "explain"]
+    out = _chunked(tmp_path, set(), calls, "best", tiers)
+    assert tiers == ["explain"]
     records = read_records(tmp_path / "measure.json")
     plan = Plan.load(tmp_path / "plan.json")
     sizes = {row.config_id: row.dims["M"] for row in plan.configs}
@@ -161,13 +166,31 @@ def test_the_explain_tier_profiles_the_fastest_configuration_of_each_size(
         size = sizes[config]
         if size not in fastest or record.time_ms < records[fastest[size]].time_ms:
             fastest[size] = config
-    assert sorted(calls[-1]) == sorted(fastest.values())
+    assert sorted(calls[0]) == sorted(fastest.values()) == sorted(records)
+    assert set(pd.read_parquet(out)["config_id"]) == set(records)  # the explain tier's values
     for name in ("findings.parquet", "explain_long.parquet", "source_lines.parquet"):
         assert (tmp_path / name).is_file()  # empty where the stand-in wrote no report
     # explain: none profiles no second time, and leaves empty tables
     again: list[str] = []
     _chunked(tmp_path, set(), [], "none", again)
-    assert again == [] and pd.read_parquet(tmp_path / "explain_long.parquet").empty
+    assert again == ["sweep", "sweep"] and pd.read_parquet(tmp_path / "explain_long.parquet").empty
+
+
+def test_what_the_explain_tier_could_not_profile_the_sweep_does(tmp_path: Path) -> None:
+    """The explain tier's ncu fails: its configurations are profiled by the sweep, and the
+    raw CSV joins the reports' columns."""
+    calls: list[list[str]] = []
+    tiers: list[str] = []
+    out = _chunked(tmp_path, {0}, calls, "best", tiers)
+    assert tiers == ["explain", "sweep", "sweep"] and sorted(calls[0]) == sorted(
+        calls[1] + calls[2]
+    )
+    assert set(pd.read_parquet(out)["config_id"]) == set(calls[0])
+    assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
+    with (tmp_path / "raw.csv").open() as handle:
+        table = list(csv.reader(handle))
+    assert table[0] == ["ID", "Kernel Name", "sweep_metric"] and table[1] == ["", "", "%"]
+    assert len(table) == 2 + 4
 
 
 def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(tmp_path: Path) -> None:
@@ -177,7 +200,7 @@ def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(tmp_path: Pa
     errors = json.loads((tmp_path / "profile_errors.json").read_text())
     assert list(errors) == calls[1] and "stand-in" in errors[calls[1][0]]
     assert set(pd.read_parquet(out)["config_id"]) == set(calls[0])
-    assert (tmp_path / "raw.csv").read_text().count("ID,metric") == 1
+    assert (tmp_path / "raw.csv").read_text().count('"ID"') == 1  # one header
     # an earlier run's chunks are kept: only the failed one is profiled again
     again: list[list[str]] = []
     out = _chunked(tmp_path, set(), again)

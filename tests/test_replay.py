@@ -120,6 +120,8 @@ def test_a_capture_keeps_the_exact_values_and_the_gpu_table(tmp_path: Path) -> N
         long[long["config_id"].isin(half)].to_parquet(results / "naive" / part / "ncu_long.parquet")
     shutil.copy2(CAPTURE / "matmul_ladder" / "table.parquet", results / "table.parquet")
     shutil.copy2(CAPTURE / "device.json", results.parent / "device.json")
+    run = {"wall_s": 12.5, "cores": 16, "gpus": 1, "stages": {"measure": {"jobs": 2}}}
+    (results.parent / "run.json").write_text(json.dumps(run))
     jobs = [("matmul_ladder", "naive", ["p0", "p1"])]
     folder = save_capture(results.parent, tmp_path, "again", jobs, "cmd", NCU) / "matmul_ladder"
     assert (folder / "naive" / "plan.json").read_text() == (source / "plan.json").read_text()
@@ -130,6 +132,7 @@ def test_a_capture_keeps_the_exact_values_and_the_gpu_table(tmp_path: Path) -> N
     folder = folder.parent
     meta = json.loads((folder / "capture.json").read_text())
     assert meta["device"] == "NVIDIA H100 80GB HBM3" and meta["settings"]["ncu"] == NCU
+    assert meta["run"] == run  # how long the run took, kept with it
 
 
 @pytest.mark.parametrize("variant", ["naive", "stream_k"])

@@ -54,8 +54,8 @@ def test_transpose_study_expands() -> None:
     config["kernels_dir"] = str(ROOT / "kernels")
     experiment = load_study(config).experiments["transpose"]
     assert set(experiment.variants) == {"naive", "smem_tiled", "cupy_transpose"}
-    assert len(experiment.configs["naive"]) == 5
-    assert {r.params["TILE"] for r in experiment.configs["smem_tiled"]} == {16, 32}
+    assert len(experiment.rows("naive")) == 5
+    assert {r.params["TILE"] for r in experiment.rows("smem_tiled")} == {16, 32}
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

@@ -131,6 +131,14 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     (devices,) = (workflow_copy / "results" / "devices").glob("*.json")  # the capture's GPU
     assert devices.name == "NVIDIA_H100_80GB_HBM3.json"
     assert len(json.loads(devices.read_text())["jobs"]) == 31
+    # how long it took, in all and per stage (every job's stage counted once)
+    run = json.loads((workflow_copy / "results" / "run.json").read_text())
+    assert run["cores"] == 2 and run["gpus"] == 1 and run["mode"] == "replay" and run["ok"]
+    jobs = {stage: entry["jobs"] for stage, entry in run["stages"].items()}
+    assert jobs == {"start": 1, "ceilings": 1, "device-facts": 1, "device-table": 1,
+                    "devices": 1, "measure": 31, "profile": 31, "collect": 3, "plot": 3,
+                    "summary": 3}  # fmt: skip
+    assert 0 < sum(e["wall_s"] for e in run["stages"].values() if e["jobs"] == 1) < run["wall_s"]
     again = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
     assert "Nothing to be done" in again.stdout + again.stderr
     summary = (results / "summary.md").read_text()

@@ -10,15 +10,17 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import NcuflowError
-from .files import read_json
+from .files import atomic_write, read_json
 from .ncu import NcuSettings
 from .plan import Plan
+from .runlog import record_stage
 from .vocab import VERSION
 
 if TYPE_CHECKING:
@@ -63,6 +65,10 @@ def _job(plan_path: Path) -> tuple[Plan, bool]:
 
 
 def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    if args.variant_plan:  # the job's part of its variant's plan, expanded here
+        from .study.config import part_plan
+
+        atomic_write(args.plan, part_plan(args.variant_plan, args.part).to_json())
     plan, on_gpu = _job(args.plan)
     _runner(args, log, exclusive=on_gpu).measure(plan, args.plan, args.out, args.device_out, log)
 
@@ -191,7 +197,7 @@ Subparsers = Any  # argparse's _SubParsersAction, which it does not export
 def _stage(sub: Subparsers, name: str, run: Callable, help_text: str,
            aliases: Sequence[str] = ()) -> argparse.ArgumentParser:  # fmt: skip
     p = sub.add_parser(name, help=help_text, aliases=list(aliases))
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, stage=name)
     p.add_argument("--log", type=Path, help="append the stage's details here")
     return p
 
@@ -212,7 +218,10 @@ def _ncu_args(p: argparse.ArgumentParser) -> None:
 def _gpu_stages(sub: Subparsers) -> None:
     """The commands of the rules that may hold a GPU: each runs on a runner (gpu or replay)."""
     p = _stage(sub, "measure", _measure, "compile, check and time every configuration of a plan")
-    p.add_argument("--plan", type=Path, required=True)
+    p.add_argument("--plan", type=Path, required=True,
+                   help="the job's plan; written first where --variant-plan is given")  # fmt: skip
+    p.add_argument("--variant-plan", type=Path, help="a variant's plan (Study.plan_file)")
+    p.add_argument("--part", default="p0", help="the part of --variant-plan this job measures")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--device-out", type=Path, required=True,
                    help="the facts of the GPU (or host) this job ran on")  # fmt: skip
@@ -308,8 +317,10 @@ def command_line(name: str, *args: object) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     log = _logger(args.log)
+    started, ok = time.perf_counter(), False
     try:
         args.run(args, log)
+        ok = True
     except NcuflowError as exc:  # one line, in the log too
         log(f"ncuflow: {exc}")
         print(f"ncuflow: {exc}", file=sys.stderr)
@@ -317,4 +328,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # a bug: its traceback, in the log too
         log(traceback.format_exc())
         raise
+    finally:
+        record_stage(args.stage, time.perf_counter() - started, ok)
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -222,6 +223,42 @@ class Plan:
     @classmethod
     def load(cls, path: Path) -> Plan:
         return cls.from_json(read_json(path, "a job's plan"), str(path))
+
+
+@dataclass(frozen=True)
+class VariantPlan:
+    """What the main process writes for one (experiment, variant), whatever the size of its
+    grid: the header every part's plan shares (``plan``, without configurations), the grid
+    as the config gave it (the experiment's ``sizes``, the variant's section, the device
+    limits), how many positions it has and where each part starts. A job expands only its
+    own part into its plan.json (study.config.part_plan)."""
+
+    plan: Plan
+    grid: Json
+    size: int
+    part_starts: tuple[int, ...]
+
+    def part_range(self, part: str) -> tuple[int, int]:
+        """The grid positions [start, stop) of a part (p0, p1, ...)."""
+        index = int(part[1:]) if re.fullmatch(r"p[0-9]+", part) else len(self.part_starts)
+        if index >= len(self.part_starts):
+            raise NcuflowError(f"part {part!r} is not one of p0 ... p{len(self.part_starts) - 1}")
+        ends = (*self.part_starts[1:], self.size)
+        return self.part_starts[index], ends[index]
+
+    def to_json(self) -> str:
+        data = {"plan": json.loads(self.plan.to_json()), "grid": self.grid, "size": self.size,
+                "part_starts": list(self.part_starts)}  # fmt: skip
+        return json.dumps(data, indent=1, sort_keys=True)
+
+    @classmethod
+    def load(cls, path: Path) -> VariantPlan:
+        where = str(path)
+        data = _take(
+            read_json(path, "a variant's plan"), cls, where, tuple(f.name for f in fields(cls))
+        )
+        plan = Plan.from_json(data["plan"], f"{where}: plan")
+        return cls(plan, data["grid"], int(data["size"]), tuple(data["part_starts"]))
 
 
 # Keys every record has, whatever became of its configuration.

@@ -40,6 +40,8 @@ PROFILE_EXTRAS = (FINDINGS, EXPLAIN_LONG, SOURCE_LINES)
 SWEEP, EXPLAIN = "sweep", "explain"  # the two profiling tiers (docs/methods.md)
 TABLE = "table.parquet"  # an experiment's table (and table.csv beside it)
 CAPTURE_INFO = "capture.json"  # a capture's provenance: when, where, how
+RUN = "run.json"  # how long a run took: in all, per stage, on how many cores and GPUs
+RUN_LOG_ENV = "NCUFLOW_RUN_LOG"  # where a run's stages append their wall times (runlog)
 JOURNAL_SUFFIX = ".partial.jsonl"  # beside measure.json while a job measures
 
 # ---- NVTX: the profile worker opens one range per configuration, named by this prefix

@@ -1,16 +1,17 @@
 # Stage 1 (GPU): compile, check against the reference, and time every configuration of one
 # part of an (experiment, variant): configurations_per_job of them, so that a long sweep
-# spreads over GPUs. Its plan, the configurations expanded from the config, is written once
-# by the main process under .snakemake/ncuflow/plans/, named by a hash of its content: a
-# change to the grid, the sizes, the timing or the kernel sources (through the family
-# fingerprint) changes the name, so Snakemake measures and profiles again. The job keeps a
-# copy beside its records, and the facts of the GPU it ran on (device.json). A variant
-# timed by the host's clock holds every core, so that nothing runs beside it.
+# spreads over GPUs. The variant's plan (its grid as the config gave it, and where each part
+# starts) is written once by the main process under .snakemake/ncuflow/plans/, named by a
+# hash of its content: a change to the grid, the sizes, the timing or the kernel sources
+# (through the family fingerprint) changes the name, so Snakemake measures and profiles
+# again. The job expands its own part into plan.json, beside its records and the facts of
+# the GPU it ran on (device.json). A variant timed by the host's clock holds every core, so
+# that nothing runs beside it.
 
 
 rule measure:
     input:
-        plan=lambda wc: STUDY.plan_file(wc.experiment, wc.variant, wc.part),
+        plan=lambda wc: STUDY.plan_file(wc.experiment, wc.variant),
     output:
         plan="results/{experiment}/{variant}/{part}/plan.json",
         measure="results/{experiment}/{variant}/{part}/measure.json",
@@ -21,10 +22,11 @@ rule measure:
     resources:
         gpu=lambda wc: STUDY.gpus(wc.experiment, wc.variant),
     params:
-        cmd=lambda wc, output: command_line(
+        cmd=lambda wc, input, output: command_line(
             "measure",
-            ["--plan", output.plan, "--out", output.measure],
+            ["--variant-plan", input.plan, "--part", wc.part, "--plan", output.plan],
+            ["--out", output.measure],
             ["--device-out", output.device, MODE_ARGS],
         ),
     shell:
-        "cp {input.plan:q} {output.plan:q} && {params.cmd} --log {log:q}"
+        "{params.cmd} --log {log:q}"

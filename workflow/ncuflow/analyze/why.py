@@ -76,7 +76,10 @@ def _findings_columns(findings: pd.DataFrame) -> dict[str, dict]:
     out: dict[str, dict[str, Any]] = {}
     for config, mine in findings.groupby("config_id"):
         row: dict[str, Any] = {}
-        verdict = mine[(mine["rule"] == "SOLBottleneck") & (mine["tier"] == SWEEP)]
+        # the configuration's one profile: the sweep's, or the explain tier's (whose
+        # sections include the sweep's) where that profiled it instead
+        verdict = mine[mine["rule"] == "SOLBottleneck"].sort_values(
+            "tier", key=lambda tier: tier != SWEEP, kind="stable")  # fmt: skip
         if not verdict.empty:
             row["ncu_bottleneck"] = verdict["title"].iloc[0]
             row["ncu_bottleneck_message"] = verdict["message"].iloc[0]

@@ -30,6 +30,7 @@ from ..vocab import (
     NCU_LONG,
     PLAN,
     PROFILE_EXTRAS,
+    RUN,
     TABLE,
     VERSION,
 )
@@ -108,5 +109,7 @@ def save_capture(
         "command": command,
         "settings": {"ncuflow": VERSION, "ncu": ncu},
     }
+    if (results / RUN).is_file():  # how long the run took, where it recorded it
+        meta["run"] = read_json(results / RUN, "the run's wall times")
     (folder / CAPTURE_INFO).write_text(json.dumps(meta, indent=1) + "\n")
     return folder

@@ -7,16 +7,20 @@ keeps ncu to those launches, and the range names map the report's rows back to
 configurations. Each chunk's report and values are kept in profile_chunks/ as the chunk
 completes, so that an interrupted run profiles again only what was missing.
 
-Two tiers (docs/methods.md, "Two profiling tiers"): the sweep profiles every configuration
-with ``sections``; the explain tier profiles each size's fastest configuration again (or
-every one, or none: ``explain``) with ``explain_sections`` besides, for stall reasons,
-per-line stall samples, sectors per request and bank conflicts. Both keep ncu's rule
-results (findings).
+Two tiers (docs/methods.md, "Two profiling tiers"): the explain tier profiles each size's
+fastest configuration (or every one, or none: ``explain``) with ``explain_sections``
+besides ``sections``, for stall reasons, per-line stall samples, sectors per request and
+bank conflicts; the sweep profiles every other configuration with ``sections``. Each
+configuration is profiled once: the explain tier's report holds every value the sweep's
+would (its sections include the sweep's, with the same metrics), and a configuration the
+explain tier could not profile goes to the sweep. Both keep ncu's rule results (findings).
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -65,8 +69,8 @@ def _chunk_key(
 class ChunkProfiler(Protocol):
     """What profiles one chunk: ``target`` (the profile worker over ``chunk``) under ncu,
     killed after ``limit`` seconds, with the sections of ``tier``; its report into
-    ``base``.ncu-rep, its values into ``base``.parquet and (sweep) its raw CSV into
-    ``base``.csv; the configurations it could not profile, with why."""
+    ``base``.ncu-rep, its values into ``base``.parquet and its raw CSV into ``base``.csv;
+    the configurations it could not profile, with why."""
 
     def __call__(
         self, base: Path, chunk: list[str], target: list[str], limit: float, tier: str = SWEEP
@@ -106,8 +110,7 @@ class NcuProfiler:
             return {c: str(failure) for c in chunk}
         self.log(f"ncu took {seconds:.1f} s for {len(chunk)} configurations ({tier} tier)")
         write_long(read_report(report), base.with_suffix(".parquet"))
-        if tier == SWEEP:
-            export_csv(self.ncu, report, base.with_suffix(".csv"))
+        export_csv(self.ncu, report, base.with_suffix(".csv"))
         return {}
 
 
@@ -177,8 +180,15 @@ def profile_stage(
     rows = {row.config_id: row for row in job.configs}
     folder = long_path.parent / CHUNKS
     folder.mkdir(exist_ok=True)
-    chunks = [ids[i : i + settings.chunk_size] for i in range(0, len(ids), settings.chunk_size)]
-    log(f"profiling {len(ids)} configurations in {len(chunks)} ncu processes")
+    # the explain tier first: what it profiles, the sweep need not
+    explained = explain_ids(settings.explain, ids, measured, job)
+    failed = _explain_tier(profiler, long_path.parent, explained, (plan, measure, job),
+                           settings.explain_sections, log)  # fmt: skip
+    explained = [c for c in explained if c not in failed]
+    swept = [c for c in ids if c not in explained]
+    chunks = [swept[i : i + settings.chunk_size]
+              for i in range(0, len(swept), settings.chunk_size)]  # fmt: skip
+    log(f"profiling {len(swept)} configurations in {len(chunks)} ncu processes (sweep tier)")
     bases, errors = [], {}
     for i, chunk in enumerate(chunks):
         base = folder / f"chunk_{i:03d}"
@@ -190,14 +200,15 @@ def profile_stage(
         key = _chunk_key(chunk, measured)
         errors.update(_profiled(base, key, run, log, f"chunk {i}"))
         bases.append(base)
-    long = _frames([b.with_suffix(".parquet") for b in bases], LONG_COLUMNS)
+    for stale in sorted(folder.glob("chunk_*.json"))[len(chunks) :]:  # of a larger sweep
+        for suffix in (".json", ".parquet", ".csv", ".ncu-rep", ".findings.parquet"):
+            stale.with_suffix(suffix).unlink(missing_ok=True)
+    reports = [*bases, *[folder / "explain"] * bool(explained)]
+    long = _frames([b.with_suffix(".parquet") for b in reports], LONG_COLUMNS)
     write_long(long, long_path)
     if csv_path is not None:
-        _join_csv([b.with_suffix(".csv") for b in bases], csv_path)
+        _join_csv([b.with_suffix(".csv") for b in reports], csv_path)
     atomic_write(long_path.with_name(PROFILE_ERRORS), json.dumps(errors, indent=1))
-    explained = [c for c in explain_ids(settings.explain, ids, measured, job) if c not in errors]
-    _explain_tier(profiler, long_path.parent, explained, (plan, measure, job),
-                  settings.explain_sections, log)  # fmt: skip
     # rule results last: reading them changes how ncu_report names derived metrics' units;
     # a chunk ncu failed on left no values, and its partial report is not read either
     tiers = [(b, SWEEP) for b in bases] + [(folder / "explain", EXPLAIN)] * bool(explained)
@@ -223,9 +234,10 @@ def _findings(base: Path, tier: str) -> Path:
 def _explain_tier(
     profiler: ChunkProfiler, out: Path, ids: list[str], job_files: tuple[Path, Path, Plan],
     sections: Sequence[str], log: Callable[[str], None],
-) -> None:  # fmt: skip
+) -> dict[str, str]:  # fmt: skip
     """The explain tier's one ncu process over ``ids``: its values, findings and source
-    lines beside the sweep's, in ``out`` (empty tables where it profiles nothing)."""
+    lines beside the sweep's, in ``out`` (empty tables where it profiles nothing); the
+    configurations it could not profile, with why."""
     plan, measure, job = job_files
     rows = {row.config_id: row for row in job.configs}
     base = out / CHUNKS / "explain"
@@ -246,21 +258,40 @@ def _explain_tier(
         log(f"explain tier: {len(ids)} configurations ({', '.join(ids)})")
         key = _chunk_key(ids, read_records(measure), sections)
         failed = _profiled(base, key, run, log, "explain tier")
-        for config, why in failed.items():  # the sweep's values stand; say what is missing
-            log(f"explain tier: no profile of {config}: {why}")
+        for config, why in failed.items():  # the sweep profiles it; say what is missing
+            log(f"explain tier: no profile of {config}, which the sweep profiles: {why}")
     else:
-        for suffix in (".parquet", ".findings.parquet", ".lines.parquet", ".json", ".ncu-rep"):
+        failed = {}
+        for suffix in (".parquet", ".csv", ".findings.parquet", ".lines.parquet", ".json",
+                       ".ncu-rep"):  # fmt: skip
             base.with_suffix(suffix).unlink(missing_ok=True)
     write_long(_frames([base.with_suffix(".parquet")], LONG_COLUMNS), out / EXPLAIN_LONG)
     _frames([base.with_suffix(".lines.parquet")], LINE_COLUMNS).to_parquet(
         out / SOURCE_LINES, index=False)  # fmt: skip
+    return failed
 
 
 def _join_csv(parts: Sequence[Path], out: Path) -> None:
-    """The chunks' raw CSV exports as one file (one header)."""
-    lines: list[str] = []
+    """The reports' raw CSV exports (a header row, ncu's units row, a row per kernel) as
+    one file: every column of any of them, blank where a report has no such metric (the
+    explain tier's has more than the sweep's)."""
+    header: list[str] = []
+    units: dict[str, str] = {}
+    rows: list[dict[str, str]] = []
     for path in parts:
-        if path.is_file():
-            text = path.read_text().splitlines()
-            lines += text if not lines else text[1:]
-    atomic_write(out, "\n".join(lines) + ("\n" if lines else ""))
+        table = list(csv.reader(path.read_text().splitlines())) if path.is_file() else []
+        if not table:
+            continue
+        names, body = table[0], table[1:]
+        if body and not body[0][0]:  # the units row (its ID cell is empty)
+            units.update({n: u for n, u in zip(names, body.pop(0), strict=False) if u})
+        header += [n for n in names if n not in header]
+        rows += [dict(zip(names, row, strict=False)) for row in body]
+    text = io.StringIO()
+    if header:
+        writer = csv.writer(text, quoting=csv.QUOTE_ALL, lineterminator="\n")
+        writer.writerow(header)
+        if units:
+            writer.writerow([units.get(n, "") for n in header])
+        writer.writerows([row.get(n, "") for n in header] for row in rows)
+    atomic_write(out, text.getvalue())

@@ -79,8 +79,10 @@ def _mine(findings: pd.DataFrame, variant: str, config: str) -> pd.DataFrame:
 
 
 def _titles(findings: pd.DataFrame, tier: str) -> set[str]:
-    """The advice ncu gives a configuration in one tier."""
-    mine = findings[findings["speedup_pct"].notna() & (findings["tier"] == tier)]
+    """The advice ncu gives a configuration in one tier (in its only profile where the
+    other tier profiled it)."""
+    advice = findings[findings["speedup_pct"].notna()]
+    mine = advice[advice["tier"] == tier] if (findings["tier"] == tier).any() else advice
     return {t or r for t, r in zip(mine["title"], mine["rule"], strict=True)}
 
 
@@ -104,7 +106,7 @@ def rung_changes(table: pd.DataFrame, family: Family, findings: pd.DataFrame) ->
             ra, rb = best.loc[a], best.loc[b]
             ours = [_mine(findings, v, r["config_id"]) for v, r in ((a, ra), (b, rb))]
             # the explain tier's findings (its sections include the sweep's) where both rungs
-            # have them, else the sweep's, which every rung has
+            # have them (each size's fastest is explained), else the sweep's
             both = all((f["tier"] == EXPLAIN).any() for f in ours)
             before, after = (_titles(f, EXPLAIN if both else SWEEP) for f in ours)
             rows.append({

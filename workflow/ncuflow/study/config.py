@@ -18,11 +18,11 @@ from .. import schema
 from ..errors import ConfigError, NcuflowError, SpecError
 from ..files import atomic_write
 from ..ncu import NcuSettings
-from ..plan import ConfigRow, Plan, Timing
+from ..plan import ConfigRow, Plan, Timing, VariantPlan
 from ..spec import Family, available_families, load_family, scalar_value
 from ..vocab import ENQUEUE_METHOD, L2_FLUSH_METHOD, MEASURE, METRICS, PLAN, STANDARD_FIGURES
 from .checks import check_grid, check_sections, no_floats
-from .expand import DeviceLimits, expand_variant, size_grid
+from .expand import DeviceLimits, Scan, VariantGrid, size_grid
 
 BUNDLED_KERNELS = Path(__file__).resolve().parents[3] / "kernels"  # the workflow's own
 PLANS = Path(".snakemake") / "ncuflow" / "plans"  # where the workflow keeps plans for jobs
@@ -32,12 +32,18 @@ PLANS = Path(".snakemake") / "ncuflow" / "plans"  # where the workflow keeps pla
 class Experiment:
     name: str
     family: Family
-    configs: dict[str, list[ConfigRow]]  # variant -> its configurations
+    grids: dict[str, VariantGrid]  # variant -> its configurations, built on demand
+    scans: dict[str, Scan]  # variant -> which of them run
+    given: dict[str, dict[str, Any]]  # variant -> its grid as the config gave it
     scalars: dict[str, int | float]  # every scalar argument's value (declared or overridden)
 
     @property
     def variants(self) -> list[str]:
-        return list(self.configs)
+        return list(self.grids)
+
+    def rows(self, variant: str) -> list[ConfigRow]:
+        """Every configuration of a variant, in grid order (for a study small enough)."""
+        return self.grids[variant].rows()
 
 
 @dataclass(frozen=True)
@@ -48,10 +54,8 @@ class Study:
     kernels_dir: Path
     experiments: dict[str, Experiment]
     timing: Timing  # how every configuration is timed: the settings and the methods
-    # each variant's configurations by part (parts()), worked out once
-    _split: dict[tuple[str, str], list[list[ConfigRow]]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    # each variant's plan file, written once
+    _written: dict[tuple[str, str], str] = field(default_factory=dict, compare=False, repr=False)
 
     def jobs(self) -> Iterator[tuple[str, str]]:
         for name, experiment in self.experiments.items():
@@ -73,38 +77,26 @@ class Study:
         return max(1, min(cores or sys.maxsize, os.cpu_count() or 1))
 
     def parts(self, experiment: str, variant: str) -> list[str]:
-        """The jobs a variant's configurations are split into (p0, p1, ...), each of at most
-        ``configurations_per_job`` pending ones, so that a long sweep spreads over GPUs."""
-        return [f"p{i}" for i in range(len(self._parts(experiment, variant)))]
+        """The jobs a variant's configurations are split into (p0, p1, ...): each of
+        ``configurations_per_job`` to run, or as many more as keep a variant within
+        ``max_jobs_per_variant`` jobs, so that a long sweep spreads over GPUs."""
+        return [f"p{i}" for i in range(len(self._part_starts(experiment, variant)))]
 
-    def _parts(self, experiment: str, variant: str) -> list[list[ConfigRow]]:
-        """Each part's configurations, in the grid's order: its share of the pending ones;
-        the first part also lists the skipped ones."""
-        key = (experiment, variant)
-        if key not in self._split:
-            size, pending = self.config["configurations_per_job"], 0
-            split: list[list[ConfigRow]] = [[]]
-            for row in self.experiments[experiment].configs[variant]:  # in the grid's order
-                part = pending // size if row.pending else 0
-                pending += row.pending
-                if part == len(split):
-                    split.append([])
-                split[part].append(row)
-            self._split[key] = split
-        return self._split[key]
+    def _part_starts(self, experiment: str, variant: str) -> tuple[int, ...]:
+        pending = len(self.experiments[experiment].scans[variant].pending)
+        size = max(self.config["configurations_per_job"],
+                   -(-pending // self.config["max_jobs_per_variant"]))  # fmt: skip
+        return self.experiments[experiment].scans[variant].part_starts(size)
 
     @property
     def ncu(self) -> NcuSettings:
         return NcuSettings.from_config(self.config["ncu"])
 
-    def plan(self, experiment: str, variant: str, part: str | None = None) -> Plan:
-        """What the GPU stages need for one (experiment, variant), or for one ``part`` of it
-        (parts()): written as plan.json."""
+    def variant_plan(self, experiment: str, variant: str) -> VariantPlan:
+        """What the main process writes for one (experiment, variant): its jobs' shared
+        header, its grid and where each part starts."""
         exp = self.experiments[experiment]
-        configs = exp.configs[variant]
-        if part is not None:
-            configs = self._parts(experiment, variant)[int(part[1:])]
-        return Plan(
+        header = Plan(
             experiment=experiment,
             family=exp.family.name,
             variant=variant,
@@ -114,21 +106,38 @@ class Study:
             timing=self.timing,
             scalars=exp.scalars,
             device_facts=DeviceLimits.from_config(self.config["device_limits"]).facts(),
-            configs=tuple(configs),
+            configs=(),
+        )
+        grid = {
+            "sizes": self.config["experiments"][experiment]["sizes"],
+            "variant": exp.given[variant],
+            "device_limits": self.config["device_limits"],
+        }
+        return VariantPlan(header, grid, exp.scans[variant].size,
+                           self._part_starts(experiment, variant))  # fmt: skip
+
+    def plan(self, experiment: str, variant: str, part: str | None = None) -> Plan:
+        """What the GPU stages need for one (experiment, variant), or for one ``part`` of it
+        (parts()): written as plan.json by its job (part_plan)."""
+        whole = self.variant_plan(experiment, variant)
+        start, stop = whole.part_range(part) if part else (0, whole.size)
+        return whole.plan.with_configs(
+            self.experiments[experiment].grids[variant].rows(start, stop)
         )
 
-    def plan_file(
-        self, experiment: str, variant: str, part: str | None = None, folder: Path = PLANS
-    ) -> str:
-        """The plan written once under ``folder``, named by a hash of its content: a job
-        copies it (cheap, and no plan travels as a parameter), and a changed plan has a
-        changed name, which makes Snakemake run the job again."""
-        text = self.plan(experiment, variant, part).to_json()
-        path = Path(folder) / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, text)
-        return str(path)
+    def plan_file(self, experiment: str, variant: str, folder: Path = PLANS) -> str:
+        """The variant's plan written once under ``folder``, named by a hash of its content:
+        its jobs expand their parts from it (no plan travels as a parameter), and a changed
+        plan has a changed name, which makes Snakemake run them again."""
+        key = (experiment, variant)
+        if key not in self._written:
+            text = self.variant_plan(experiment, variant).to_json()
+            path = Path(folder) / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+            if not path.is_file():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(path, text)
+            self._written[key] = str(path)
+        return self._written[key]
 
     def collect_inputs(self, experiment: str, name: str | None = None) -> list[str]:
         """What the collect stage reads, (plan, measure, metrics) of each part of each
@@ -151,8 +160,8 @@ class Study:
 
     def count(self) -> tuple[int, int]:
         """(configurations, of which pending)."""
-        rows = [r for e in self.experiments.values() for rs in e.configs.values() for r in rs]
-        return len(rows), sum(r.pending for r in rows)
+        scans = [scan for e in self.experiments.values() for scan in e.scans.values()]
+        return sum(s.size for s in scans), sum(len(s.pending) for s in scans)
 
 
 def _experiment(
@@ -172,48 +181,75 @@ def _experiment(
         raise ConfigError(f"{where}.family", str(exc)) from None
     sizes = size_grid(data["sizes"], family.dims, f"{where}.sizes")
     _check_index_range(family, sizes, f"{where}.sizes")
-    configs: dict[str, list[ConfigRow]] = {}
+    grids, scans, given = {}, {}, {}
     for vname, vdata in data["variants"].items():
-        if vname not in family.variant_files:
-            raise ConfigError(
-                f"{where}.variants.{vname}",
-                f"unknown variant {vname!r} of family {family.name}; valid: "
-                f"{', '.join(family.variant_files)}",
-            )
-        vdata = vdata or {}
-        variant = family.variant(vname)
-        if vdata.get("dtype", variant.dtype) not in variant.accepts:
-            raise ConfigError(
-                f"{where}.variants.{vname}.dtype",
-                f"variant {vname} does not accept dtype {vdata['dtype']!r}; it accepts "
-                f"{', '.join(variant.accepts)}",
-            )
-        rows = expand_variant(
-            name,
-            family,
-            variant,
-            sizes,
-            vdata.get("params") or {},
-            vdata.get("restrictions") or [],
-            limits,
-            f"{where}.variants.{vname}",
-            vdata.get("dtype"),
-        )
-        if not any(r.pending for r in rows):
-            reasons = sorted({r.error for r in rows})
-            shown = "; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
+        given[vname] = vdata or {}
+        grids[vname] = _variant_grid(name, family, sizes, vname, given[vname], limits)
+        scans[vname] = scan = grids[vname].scan()
+        if not scan.pending:
+            shown = "; ".join(scan.reasons[:3]) + ("; ..." if len(scan.reasons) > 3 else "")
             raise ConfigError(
                 f"{where}.variants.{vname}.params",
-                f"every one of the {len(rows)} combinations fails: {shown}. "
+                f"every one of the {scan.size} combinations fails: {shown}. "
                 f"Change the grid so that at least one combination is valid",
             )
-        configs[vname] = rows
     return Experiment(
         name=name,
         family=family,
-        configs=configs,
+        grids=grids,
+        scans=scans,
+        given=given,
         scalars=_scalars(family, data.get("scalars") or {}, f"{where}.scalars"),
     )
+
+
+def _variant_grid(
+    experiment: str,
+    family: Family,
+    sizes: list[dict[str, int]],
+    name: str,
+    given: Mapping[str, Any],
+    limits: DeviceLimits,
+) -> VariantGrid:
+    """One variant's grid in an experiment, from its section of the config."""
+    where = f"experiments.{experiment}.variants.{name}"
+    if name not in family.variant_files:
+        raise ConfigError(
+            where,
+            f"unknown variant {name!r} of family {family.name}; valid: "
+            f"{', '.join(family.variant_files)}",
+        )
+    variant = family.variant(name)
+    if given.get("dtype", variant.dtype) not in variant.accepts:
+        raise ConfigError(
+            f"{where}.dtype",
+            f"variant {name} does not accept dtype {given['dtype']!r}; it accepts "
+            f"{', '.join(variant.accepts)}",
+        )
+    params, restrictions = given.get("params") or {}, given.get("restrictions") or []
+    return VariantGrid(experiment, family, variant, sizes, params, restrictions, limits, where,
+                       given.get("dtype"))  # fmt: skip
+
+
+def part_plan(variant_plan: Path, part: str) -> Plan:
+    """A job's plan.json: its part of a variant's plan, expanded from the grid the config
+    gave, against the kernel sources as they were when the study was planned."""
+    whole = VariantPlan.load(variant_plan)
+    header = whole.plan
+    family = load_family(Path(header.kernels_dir), header.family)
+    if family.fingerprint != header.family_fingerprint:
+        raise NcuflowError(
+            f"the kernel sources of family {header.family} changed since this study was "
+            f"planned ({variant_plan}); run snakemake again, which plans it anew"
+        )
+    sizes = size_grid(whole.grid["sizes"], family.dims, f"experiments.{header.experiment}.sizes")
+    limits = DeviceLimits.from_config(whole.grid["device_limits"])
+    grid = _variant_grid(header.experiment, family, sizes, header.variant,
+                         whole.grid["variant"], limits)  # fmt: skip
+    if grid.size != whole.size:
+        raise NcuflowError(f"{variant_plan}: its grid has {grid.size} positions, not "
+                           f"{whole.size}; written by another ncuflow, or edited")  # fmt: skip
+    return header.with_configs(grid.rows(*whole.part_range(part)))
 
 
 def _check_index_range(family: Family, sizes: list[dict[str, int]], where: str) -> None:

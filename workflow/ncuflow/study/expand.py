@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,10 +61,11 @@ def size_grid(sizes: Any, dims: Sequence[str], where: str) -> list[dict[str, int
     (``N: M`` ties N to M, ``K: 2 * M`` makes K twice M). A list of such grids (named layer
     sizes, say) is their union, in order, without repeats."""
     if isinstance(sizes, list):
-        grid: list[dict[str, int]] = []
+        seen: dict[tuple[int, ...], dict[str, int]] = {}  # in order, without repeats
         for i, part in enumerate(sizes):
-            grid += [g for g in size_grid(part, dims, f"{where}[{i}]") if g not in grid]
-        return grid
+            for g in size_grid(part, dims, f"{where}[{i}]"):
+                seen.setdefault(tuple(g.values()), g)
+        return list(seen.values())
     missing = [d for d in dims if d not in sizes]
     unknown = [d for d in sizes if d not in dims]
     if missing or unknown:
@@ -194,7 +196,8 @@ def _check_launches(
     return "", active
 
 
-def _param_grid(variant: Variant, grid: Mapping[str, Any], where: str) -> Iterator[dict[str, int]]:
+def _param_values(variant: Variant, grid: Mapping[str, Any], where: str) -> list[list[int]]:
+    """Each tunable's values, in the variant's order of tunables."""
     unknown = [p for p in grid if p not in variant.params]
     if unknown:
         valid = ", ".join(variant.params) or "none (this variant has no tunables)"
@@ -202,9 +205,7 @@ def _param_grid(variant: Variant, grid: Mapping[str, Any], where: str) -> Iterat
             f"{where}.{unknown[0]}",
             f"unknown parameter {unknown[0]!r} of variant {variant.name}; valid: {valid}",
         )
-    values = [_as_list(grid.get(p, default)) for p, default in variant.params.items()]
-    for combo in itertools.product(*values):
-        yield dict(zip(variant.params, combo, strict=True))
+    return [_as_list(grid.get(p, default)) for p, default in variant.params.items()]
 
 
 def tensor_bytes(
@@ -253,62 +254,118 @@ def _why_not(
         return str(exc), []
 
 
-def expand_variant(
-    experiment: str,
-    family: Family,
-    variant: Variant,
-    sizes: list[dict[str, int]],
-    params_grid: Mapping[str, Any],
-    extra_restrictions: Sequence[str],
-    limits: DeviceLimits,
-    where: str,
-    dtype: str | None = None,
-) -> list[ConfigRow]:
-    """All configurations of one variant in one experiment, in grid order; ``dtype`` is the
-    input dtype the experiment chose from the variant's ``accepts`` (None: its own)."""
-    restrictions = _restrictions(family, variant, extra_restrictions, where)
-    in_dtype, out_dtype = variant.dtypes(dtype)
-    facts = limits.facts()
-    # the device's facts its launches' geometry follows (a persistent grid of sm_count
-    # blocks): recorded per row, so that a measurement under other facts is not reused
-    named = {n for launch in variant.launches for _, e in launch.expressions("") for n in e.names}
-    grid_facts = {k: v for k, v in facts.items() if k in named}
-    declared = (("model_dram_bytes", variant.model_dram_bytes),
-                ("executed_flops", variant.executed_flops))  # fmt: skip
-    models = {k: e for k, e in declared if e is not None}
-    rows = []
-    for params in _param_grid(variant, params_grid, f"{where}.params"):
-        for dims in sizes:
-            env = family.scope(variant, dims, params, (in_dtype, out_dtype))
-            # restrictions and grids may name the device's facts
-            reason, launches = _why_not(variant, restrictions, {**env, **facts}, limits)
-            try:
-                flops = int(family.flops(env))
-                min_bytes = (
-                    family.min_bytes(env)
-                    if family.min_bytes is not None
-                    else tensor_bytes(family.tensors.values(), dims, in_dtype, out_dtype)
-                )
-            except ExprError as exc:
-                raise ConfigError(f"{where}", f"at sizes {dims}: {exc}") from None
-            rows.append(
-                ConfigRow(
-                    experiment=experiment,
-                    family=family.name,
-                    variant=variant.name,
-                    config_id=config_id(params, dims),
-                    dtype=in_dtype,
-                    out_dtype=out_dtype,
-                    dims=dims,
-                    params=params,
-                    status=SKIPPED if reason else PENDING,
-                    error=reason,
-                    flops=flops,
-                    min_bytes=int(min_bytes),
-                    output_bytes=tensor_bytes(family.outputs.values(), dims, in_dtype, out_dtype),
-                    launches=() if reason else tuple(launches),
-                    **({} if reason else {k: int(e(env)) for k, e in models.items()}),
-                    grid_facts=grid_facts or None,
-                )
+@dataclass(frozen=True)
+class Scan:
+    """One pass over a variant's grid that keeps no rows: how many positions it has, the
+    positions of the configurations that run, and the first few reasons the others do not."""
+
+    size: int
+    pending: array[int]
+    reasons: tuple[str, ...]
+
+    def part_starts(self, part_size: int) -> tuple[int, ...]:
+        """Where each part of ``part_size`` configurations to run starts; the first also
+        holds the skipped ones before its first, each other part those after its last."""
+        return (0, *self.pending[part_size::part_size])
+
+
+class VariantGrid:
+    """The configurations of one variant in one experiment, in grid order (each tunable's
+    values, then the sizes), built one position at a time: a sweep of a million is never
+    held in memory. ``dtype`` is the input dtype the experiment chose from the variant's
+    ``accepts`` (None: its own)."""
+
+    def __init__(
+        self,
+        experiment: str,
+        family: Family,
+        variant: Variant,
+        sizes: list[dict[str, int]],
+        params_grid: Mapping[str, Any],
+        extra_restrictions: Sequence[str],
+        limits: DeviceLimits,
+        where: str,
+        dtype: str | None = None,
+    ) -> None:
+        self.experiment, self.family, self.variant, self.sizes = experiment, family, variant, sizes
+        self.limits, self.where = limits, where
+        self._values = _param_values(variant, params_grid, f"{where}.params")
+        self._restrictions = _restrictions(family, variant, extra_restrictions, where)
+        self.dtypes = variant.dtypes(dtype)
+        self._facts = limits.facts()
+        # the device's facts its launches' geometry follows (a persistent grid of sm_count
+        # blocks): recorded per row, so that a measurement under other facts is not reused
+        named = {n for launch in variant.launches for _, e in launch.expressions("")
+                 for n in e.names}  # fmt: skip
+        self._grid_facts = {k: v for k, v in self._facts.items() if k in named} or None
+        declared = (("model_dram_bytes", variant.model_dram_bytes),
+                    ("executed_flops", variant.executed_flops))  # fmt: skip
+        self._models = {k: e for k, e in declared if e is not None}
+        self.size = math.prod(len(v) for v in self._values) * len(sizes)
+
+    def _tunables(self, start: int = 0) -> Iterator[dict[str, int]]:
+        """Each combination of tunables in grid order, from the ``start``-th."""
+        combos = itertools.product(*self._values)
+        for combo in itertools.islice(combos, start, None):
+            yield dict(zip(self.variant.params, combo, strict=True))
+
+    def _why(self, env: dict[str, int]) -> tuple[str, list[LaunchGeometry]]:
+        # restrictions and grids may name the device's facts
+        return _why_not(self.variant, self._restrictions, {**env, **self._facts}, self.limits)
+
+    def scan(self) -> Scan:
+        pending, reasons, position = array("q"), [], 0
+        for params in self._tunables():
+            for dims in self.sizes:
+                reason = self._why(self.family.scope(self.variant, dims, params, self.dtypes))[0]
+                if not reason:
+                    pending.append(position)
+                elif len(reasons) < 4 and reason not in reasons:
+                    reasons.append(reason)
+                position += 1
+        return Scan(self.size, pending, tuple(reasons))
+
+    def _row(self, params: dict[str, int], dims: dict[str, int]) -> ConfigRow:
+        env = self.family.scope(self.variant, dims, params, self.dtypes)
+        reason, launches = self._why(env)
+        in_dtype, out_dtype = self.dtypes
+        try:
+            flops = int(self.family.flops(env))
+            min_bytes = (
+                self.family.min_bytes(env)
+                if self.family.min_bytes is not None
+                else tensor_bytes(self.family.tensors.values(), dims, in_dtype, out_dtype)
             )
-    return rows
+        except ExprError as exc:
+            raise ConfigError(f"{self.where}", f"at sizes {dims}: {exc}") from None
+        return ConfigRow(
+            experiment=self.experiment,
+            family=self.family.name,
+            variant=self.variant.name,
+            config_id=config_id(params, dims),
+            dtype=in_dtype,
+            out_dtype=out_dtype,
+            dims=dims,
+            params=params,
+            status=SKIPPED if reason else PENDING,
+            error=reason,
+            flops=flops,
+            min_bytes=int(min_bytes),
+            output_bytes=tensor_bytes(self.family.outputs.values(), dims, in_dtype, out_dtype),
+            launches=() if reason else tuple(launches),
+            **({} if reason else {k: int(e(env)) for k, e in self._models.items()}),
+            grid_facts=self._grid_facts,
+        )
+
+    def rows(self, start: int = 0, stop: int | None = None) -> list[ConfigRow]:
+        """The configurations at positions [start, stop), in grid order."""
+        stop = self.size if stop is None else stop
+        rows: list[ConfigRow] = []
+        first, skip = divmod(start, len(self.sizes))
+        for params in self._tunables(first):
+            for dims in self.sizes[skip:]:
+                if start + len(rows) >= stop:
+                    return rows
+                rows.append(self._row(params, dims))
+            skip = 0
+        return rows

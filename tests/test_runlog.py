@@ -1,0 +1,39 @@
+"""A run's wall times: each stage's line, summed per stage into results/run.json."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ncuflow.runlog import process_started, record_stage, stage_times, write_run
+from ncuflow.vocab import RUN_LOG_ENV
+
+
+def test_each_stage_is_summed_and_a_cut_line_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "run.jsonl"
+    monkeypatch.setenv(RUN_LOG_ENV, str(log))
+    for stage, seconds, ok in (("measure", 2.0, True), ("measure", 3.5, False),
+                               ("profile", 10.0, True)):  # fmt: skip
+        record_stage(stage, seconds, ok)
+    with log.open("a") as handle:
+        handle.write('{"stage": "prof')  # a job killed while writing its line
+    assert stage_times(log) == {
+        "measure": {"jobs": 2, "failed": 1, "wall_s": 5.5, "longest_s": 3.5},
+        "profile": {"jobs": 1, "failed": 0, "wall_s": 10.0, "longest_s": 10.0},
+    }
+    run = write_run(tmp_path / "results" / "run.json", log, process_started(), 1.25, cores=2,
+                    gpus=1, ok=True)  # fmt: skip
+    assert json.loads((tmp_path / "results" / "run.json").read_text()) == run
+    assert run["stages"]["start"] == {"jobs": 1, "wall_s": 1.25} and run["wall_s"] >= 0
+
+
+def test_a_stage_outside_a_run_records_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(RUN_LOG_ENV, raising=False)
+    record_stage("collect", 1.0, True)  # no run: nowhere to write, and no error
+    monkeypatch.setenv(RUN_LOG_ENV, str(tmp_path / "gone" / "run.jsonl"))
+    record_stage("collect", 1.0, True)  # a run's folder removed: nothing written
+    assert not (tmp_path / "gone").exists()

@@ -1,0 +1,82 @@
+"""How long a run took. Every stage a Snakemake run starts appends its wall time to the
+run's log (a JSON line per job, in the file the environment variable ``NCUFLOW_RUN_LOG``
+names, which the main process sets and Snakemake passes to jobs elsewhere); at its end the
+main process sums them per stage into ``results/run.json``, which ``ncuflow capture``
+keeps in ``capture.json`` under ``run``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .files import append_line, write_json
+from .vocab import RUN, RUN_LOG_ENV
+
+
+def process_started() -> float:
+    """When this process started (seconds since the epoch): a run's wall time includes
+    Snakemake's own start, not only what follows the Snakefile's first line."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[19])  # starttime, the 22nd field, in clock ticks after boot
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))  # fmt: skip
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return time.time()
+
+
+def record_stage(stage: str, wall_s: float, ok: bool) -> None:
+    """One job's stage and wall time, appended to the run's log where a run set one."""
+    log = os.environ.get(RUN_LOG_ENV)
+    if log and Path(log).parent.is_dir():
+        append_line(Path(log), {"stage": stage, "wall_s": round(wall_s, 3), "ok": ok})
+
+
+def stage_times(log: Path) -> dict[str, dict[str, Any]]:
+    """Per stage: its jobs, how many failed, their wall times summed and the longest
+    (seconds)."""
+    stages: dict[str, dict[str, Any]] = {}
+    lines = log.read_text().splitlines() if log.is_file() else []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:  # a job killed while writing its line
+            continue
+        empty = {"jobs": 0, "failed": 0, "wall_s": 0.0, "longest_s": 0.0}
+        stage = stages.setdefault(entry["stage"], empty)
+        stage["jobs"] += 1
+        stage["failed"] += not entry["ok"]
+        stage["wall_s"] = round(stage["wall_s"] + entry["wall_s"], 3)
+        stage["longest_s"] = max(stage["longest_s"], entry["wall_s"])
+    return stages
+
+
+def write_run(path: Path, log: Path, started: float, planned_s: float, **facts: Any) -> dict:
+    """``results/run.json`` of a run that began at ``started`` and planned its study in
+    ``planned_s``: the wall time to now, ``facts`` (cores, gpus, mode, whether it ended
+    well) and each stage's times; the stages' sum exceeds the wall time where jobs ran
+    side by side."""
+    now = time.time()
+    run = {
+        "started": dt.datetime.fromtimestamp(started, dt.UTC).isoformat(timespec="seconds"),
+        "wall_s": round(now - started, 1),
+        **facts,
+        "stages": {"start": {"jobs": 1, "wall_s": round(planned_s, 3)}, **stage_times(log)},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, run)
+    return run
+
+
+def finish_run(workflow: Any, mode: str, started: float, start_s: float, ok: bool) -> dict:
+    """results/run.json of the Snakemake run ``workflow`` (its cores and gpu slots), from
+    the Snakefile's onsuccess or onerror."""
+    gpus = workflow.global_resources.get("gpu")
+    return write_run(Path("results") / RUN, Path(os.environ[RUN_LOG_ENV]), started, start_s,
+                     cores=workflow.cores, gpus=getattr(gpus, "value", gpus), mode=mode,
+                     ok=ok)  # fmt: skip
