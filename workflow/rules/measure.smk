@@ -6,7 +6,7 @@
 # (through the family fingerprint) changes the name, so Snakemake measures and profiles
 # again. The job expands its own part into plan.json, beside its records and the facts of
 # the GPU it ran on (device.json). A variant timed by the host's clock holds every core, so
-# that nothing runs beside it.
+# that nothing runs beside it. The longest jobs go first (priority: expected GPU seconds).
 
 
 rule measure:
@@ -18,6 +18,7 @@ rule measure:
         device="results/{experiment}/{variant}/{part}/device.json",
     log:
         "results/{experiment}/{variant}/{part}/logs/measure.log",
+    priority: lambda wc: STUDY.priority(wc.experiment, wc.variant, wc.part)
     threads: lambda wc: STUDY.threads(wc.experiment, wc.variant, workflow.cores)
     resources:
         gpu=lambda wc: STUDY.gpus(wc.experiment, wc.variant),

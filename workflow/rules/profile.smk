@@ -22,6 +22,7 @@ rule profile:
         lines="results/{experiment}/{variant}/{part}/source_lines.parquet",
     log:
         "results/{experiment}/{variant}/{part}/logs/profile.log",
+    priority: lambda wc: STUDY.priority(wc.experiment, wc.variant, wc.part)
     resources:
         gpu=lambda wc: STUDY.gpus(wc.experiment, wc.variant),
     params:

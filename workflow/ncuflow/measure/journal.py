@@ -28,8 +28,13 @@ def started(path: Path, config_id: str) -> None:
     append_line(path, {"event": "start", "config_id": config_id})
 
 
-def finished(path: Path, config_id: str, record: Record) -> None:
-    append_line(path, {"event": "done", "config_id": config_id, "record": record.to_json()})
+def finished(
+    path: Path, config_id: str, record: Record, phases: dict[str, float] | None = None
+) -> None:
+    """A configuration's record, and where its time went (seconds per phase: drawing the
+    inputs and the reference, building, checking, timing), where the worker kept it."""
+    entry = {"event": "done", "config_id": config_id, "record": record.to_json()}
+    append_line(path, {**entry, **({"phases": phases} if phases else {})})
 
 
 def running(path: Path) -> str | None:
@@ -48,6 +53,19 @@ def running(path: Path) -> str | None:
             continue
         return entry["config_id"] if entry.get("event") == "start" else None
     return None
+
+
+def phases(path: Path) -> dict[str, dict[str, float]]:
+    """Where each finished configuration's time went, by config_id (those that say)."""
+    found: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if entry.get("event") == "done" and entry.get("phases"):
+            found[entry["config_id"]] = entry["phases"]
+    return found
 
 
 def read(path: Path) -> tuple[dict[str, Record], list[str]]:

@@ -89,9 +89,20 @@ def measure_stage(
             journal.finished(partial, culprit, record)
         else:
             raise NcuflowError(f"the measuring worker failed before any kernel ran:\n{tail}")
+    spent = journal.phases(partial)
     for config_id in pending:
         rec = done[config_id]
         shown = f"{rec.time_ms:.4f} ms" if rec.status == OK else rec.error[:300]
-        log(f"{config_id}: {rec.status} {shown}")
+        where = ", ".join(f"{k} {v:.2f} s" for k, v in spent.get(config_id, {}).items())
+        log(f"{config_id}: {rec.status} {shown}" + (f" ({where})" if where else ""))
+    totals: dict[str, float] = {}
+    for phases in spent.values():
+        for name, seconds in phases.items():
+            totals[name] = totals.get(name, 0.0) + seconds
+    if totals:
+        log(
+            "where the workers' time went: "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in totals.items())
+        )
     atomic_write(out_path, records_json({c: done[c] for c in pending}))
     partial.unlink()

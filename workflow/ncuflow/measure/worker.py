@@ -9,10 +9,12 @@ configuration outlives its time limit.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..gpu import cuda_errors, cupy, measured_on
@@ -58,6 +60,16 @@ def context_alive() -> bool:
         return False
 
 
+@contextlib.contextmanager
+def _phase(phases: dict[str, float], name: str) -> Iterator[None]:
+    """Add the time the block takes to ``phases[name]`` (seconds)."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = phases.get(name, 0.0) + time.perf_counter() - started
+
+
 def measure_config(
     family: Family,
     variant: Variant,
@@ -66,28 +78,35 @@ def measure_config(
     timing: Timing,
     flush: Callable[[], None] | None,
     gate: Gate | None = None,
+    phases: dict[str, float] | None = None,
 ) -> Record:
-    """Compile, check (poisoned outputs against the reference), then time one configuration."""
+    """Compile, check (poisoned outputs against the reference), then time one configuration;
+    the seconds each took go into ``phases`` (build, check, timing)."""
+    phases = {} if phases is None else phases
     build_errors, run_errors = _errors(variant)
     try:
-        launcher = build_launcher(family, variant, row, problem)
+        with _phase(phases, "build"):
+            launcher = build_launcher(family, variant, row, problem)
     except LaunchRefused as exc:
         return Record.failed(LAUNCH_ERROR, str(exc))
     except build_errors as exc:  # a kernel name missing from the cubin too
         return Record.failed(COMPILE_ERROR, _TMP_SOURCE.sub(variant.path.name, str(exc)).strip())
     record = Record(OK, **launcher.attributes)
     try:
-        problem.poison()
-        launcher.launch()
-        _synchronize(variant)
+        with _phase(phases, "check"):
+            problem.poison()
+            launcher.launch()
+            _synchronize(variant)
     except run_errors as exc:
         return record.updated(status=LAUNCH_ERROR, error=f"checked launch failed: {exc}")
-    outcome = problem.check()
+    with _phase(phases, "check"):
+        outcome = problem.check()
     record = record.updated(rel_error=outcome.rel_error, max_abs_error=outcome.max_abs_error)
     if not outcome.ok:  # timed and profiled all the same, but never "best"
         record = record.updated(status=WRONG_RESULT, error=outcome.message)
     try:
-        timed = time_config(launcher, TimingPolicy.from_timing(timing), flush, gate)
+        with _phase(phases, "timing"):
+            timed = time_config(launcher, TimingPolicy.from_timing(timing), flush, gate)
     except run_errors as exc:
         return record.updated(status=LAUNCH_ERROR, error=f"timed launch failed: {exc}")
     return record.updated(**timed)
@@ -118,12 +137,16 @@ def measure_worker(plan_path: Path, journal_path: Path) -> int:
         if plan.timing.flush_l2:
             flush = l2_flush()
     for rows in by_size(todo):
-        problem = problem_for(plan, family, variant, rows[0], seed)
+        drawn: dict[str, float] = {}
+        with _phase(drawn, "inputs"):  # the inputs and the reference, once per size
+            problem = problem_for(plan, family, variant, rows[0], seed)
         for row in rows:
             journal.started(journal_path, row.config_id)
-            record = measure_config(family, variant, row, problem, plan.timing, flush, gate)
+            phases, drawn = dict(drawn), {}  # the first configuration of a size carries it
+            record = measure_config(family, variant, row, problem, plan.timing, flush, gate,
+                                    phases)  # fmt: skip
             record = record.updated(seed=seed, fingerprint=plan.fingerprint(row), device=device)
-            journal.finished(journal_path, row.config_id, record)
+            journal.finished(journal_path, row.config_id, record, phases)
             if record.status == LAUNCH_ERROR and not context_alive():
                 return EXIT_CONTEXT_LOST
         del problem

@@ -22,6 +22,7 @@ import csv
 import hashlib
 import io
 import json
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -109,8 +110,10 @@ class NcuProfiler:
             self.log(str(failure))
             return {c: str(failure) for c in chunk}
         self.log(f"ncu took {seconds:.1f} s for {len(chunk)} configurations ({tier} tier)")
+        started = time.perf_counter()
         write_long(read_report(report), base.with_suffix(".parquet"))
         export_csv(self.ncu, report, base.with_suffix(".csv"))
+        self.log(f"its report read and exported in {time.perf_counter() - started:.1f} s")
         return {}
 
 
@@ -185,13 +188,18 @@ def profile_stage(
     failed = _explain_tier(profiler, long_path.parent, explained, (plan, measure, job),
                            settings.explain_sections, log)  # fmt: skip
     explained = [c for c in explained if c not in failed]
+    # the sweep's chunks by position among every profiled configuration, without those the
+    # explain tier profiled: which is fastest may change on a rerun without moving the rest
+    windows = [ids[i : i + settings.chunk_size] for i in range(0, len(ids), settings.chunk_size)]
     swept = [c for c in ids if c not in explained]
-    chunks = [swept[i : i + settings.chunk_size]
-              for i in range(0, len(swept), settings.chunk_size)]  # fmt: skip
-    log(f"profiling {len(swept)} configurations in {len(chunks)} ncu processes (sweep tier)")
+    log(f"profiling {len(swept)} configurations in ncu processes of up to "
+        f"{settings.chunk_size} (sweep tier)")  # fmt: skip
     bases, errors = [], {}
-    for i, chunk in enumerate(chunks):
-        base = folder / f"chunk_{i:03d}"
+    for i, window in enumerate(windows):
+        base, chunk = folder / f"chunk_{i:03d}", [c for c in window if c not in explained]
+        if not chunk:
+            _forget(base)
+            continue
 
         def run(base: Path = base, chunk: list[str] = chunk) -> dict[str, str]:
             limit = chunk_limit(job.timing, [rows[c] for c in chunk])
@@ -200,9 +208,9 @@ def profile_stage(
         key = _chunk_key(chunk, measured)
         errors.update(_profiled(base, key, run, log, f"chunk {i}"))
         bases.append(base)
-    for stale in sorted(folder.glob("chunk_*.json"))[len(chunks) :]:  # of a larger sweep
-        for suffix in (".json", ".parquet", ".csv", ".ncu-rep", ".findings.parquet"):
-            stale.with_suffix(suffix).unlink(missing_ok=True)
+    for stale in folder.glob("chunk_*.json"):  # of a larger sweep
+        if int(stale.stem.split("_")[1]) >= len(windows):
+            _forget(stale)
     reports = [*bases, *[folder / "explain"] * bool(explained)]
     long = _frames([b.with_suffix(".parquet") for b in reports], LONG_COLUMNS)
     write_long(long, long_path)
@@ -212,12 +220,14 @@ def profile_stage(
     # rule results last: reading them changes how ncu_report names derived metrics' units;
     # a chunk ncu failed on left no values, and its partial report is not read either
     tiers = [(b, SWEEP) for b in bases] + [(folder / "explain", EXPLAIN)] * bool(explained)
+    started = time.perf_counter()
     findings = _frames([_findings(base, tier) for base, tier in tiers
                         if not read_json(base.with_suffix(".json")).get("errors")],
                        FINDING_COLUMNS)  # fmt: skip
     findings.to_parquet(long_path.with_name(FINDINGS), index=False)
     log(f"{len(long)} metric values of {long['config_id'].nunique()} configurations; "
-        f"{len(errors)} could not be profiled; {len(findings)} findings")  # fmt: skip
+        f"{len(errors)} could not be profiled; {len(findings)} findings, read in "
+        f"{time.perf_counter() - started:.1f} s")  # fmt: skip
 
 
 def _findings(base: Path, tier: str) -> Path:
@@ -262,13 +272,17 @@ def _explain_tier(
             log(f"explain tier: no profile of {config}, which the sweep profiles: {why}")
     else:
         failed = {}
-        for suffix in (".parquet", ".csv", ".findings.parquet", ".lines.parquet", ".json",
-                       ".ncu-rep"):  # fmt: skip
-            base.with_suffix(suffix).unlink(missing_ok=True)
+        _forget(base)
     write_long(_frames([base.with_suffix(".parquet")], LONG_COLUMNS), out / EXPLAIN_LONG)
     _frames([base.with_suffix(".lines.parquet")], LINE_COLUMNS).to_parquet(
         out / SOURCE_LINES, index=False)  # fmt: skip
     return failed
+
+
+def _forget(base: Path) -> None:
+    """Remove what an earlier run left of a chunk (or of the explain tier)."""
+    for suffix in (".json", ".parquet", ".csv", ".ncu-rep", ".findings.parquet", ".lines.parquet"):
+        base.with_suffix(suffix).unlink(missing_ok=True)
 
 
 def _join_csv(parts: Sequence[Path], out: Path) -> None:
@@ -279,7 +293,8 @@ def _join_csv(parts: Sequence[Path], out: Path) -> None:
     units: dict[str, str] = {}
     rows: list[dict[str, str]] = []
     for path in parts:
-        table = list(csv.reader(path.read_text().splitlines())) if path.is_file() else []
+        lines = path.read_text().splitlines() if path.is_file() else []
+        table = [row for row in csv.reader(lines) if row]
         if not table:
             continue
         names, body = table[0], table[1:]

@@ -20,9 +20,18 @@ from ..files import atomic_write
 from ..ncu import NcuSettings
 from ..plan import ConfigRow, Plan, Timing, VariantPlan
 from ..spec import Family, available_families, load_family, scalar_value
-from ..vocab import ENQUEUE_METHOD, L2_FLUSH_METHOD, MEASURE, METRICS, PLAN, STANDARD_FIGURES
+from ..vocab import (
+    ENQUEUE_METHOD,
+    L2_FLUSH_METHOD,
+    MEASURE,
+    METRICS,
+    PLAN,
+    STANDARD_FIGURES,
+    VERSION,
+)
 from .checks import check_grid, check_sections, no_floats
 from .expand import DeviceLimits, Scan, VariantGrid, size_grid
+from .parts import part_expected_s, part_starts
 
 BUNDLED_KERNELS = Path(__file__).resolve().parents[3] / "kernels"  # the workflow's own
 PLANS = Path(".snakemake") / "ncuflow" / "plans"  # where the workflow keeps plans for jobs
@@ -54,8 +63,13 @@ class Study:
     kernels_dir: Path
     experiments: dict[str, Experiment]
     timing: Timing  # how every configuration is timed: the settings and the methods
-    # each variant's plan file, written once
-    _written: dict[tuple[str, str], str] = field(default_factory=dict, compare=False, repr=False)
+    # each variant's plan file, written once, and where its parts start, worked out once
+    _written: dict[tuple[str, str, str], str] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    _starts: dict[tuple[str, str], tuple[int, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def jobs(self) -> Iterator[tuple[str, str]]:
         for name, experiment in self.experiments.items():
@@ -77,16 +91,29 @@ class Study:
         return max(1, min(cores or sys.maxsize, os.cpu_count() or 1))
 
     def parts(self, experiment: str, variant: str) -> list[str]:
-        """The jobs a variant's configurations are split into (p0, p1, ...): each of
-        ``configurations_per_job`` to run, or as many more as keep a variant within
-        ``max_jobs_per_variant`` jobs, so that a long sweep spreads over GPUs."""
+        """The jobs a variant's configurations are split into (p0, p1, ...): each of at
+        most ``configurations_per_job`` to run (or as many more as keep a variant within
+        ``max_jobs_per_variant`` jobs) and about equal expected GPU time (study.parts), so
+        that a long sweep spreads evenly over GPUs."""
         return [f"p{i}" for i in range(len(self._part_starts(experiment, variant)))]
 
     def _part_starts(self, experiment: str, variant: str) -> tuple[int, ...]:
-        pending = len(self.experiments[experiment].scans[variant].pending)
-        size = max(self.config["configurations_per_job"],
-                   -(-pending // self.config["max_jobs_per_variant"]))  # fmt: skip
-        return self.experiments[experiment].scans[variant].part_starts(size)
+        key = (experiment, variant)
+        if key not in self._starts:
+            scan = self.experiments[experiment].scans[variant]
+            self._starts[key] = part_starts(scan.pending, scan.expected_s,
+                                            self.config["configurations_per_job"],
+                                            self.config["max_jobs_per_variant"])  # fmt: skip
+        return self._starts[key]
+
+    def priority(self, experiment: str, variant: str, part: str) -> int:
+        """A job's Snakemake priority: its part's expected GPU seconds (study.parts), so
+        that the longest jobs start first."""
+        scan = self.experiments[experiment].scans[variant]
+        starts = self._part_starts(experiment, variant)
+        index = int(part[1:])
+        stop = starts[index + 1] if index + 1 < len(starts) else scan.size
+        return round(part_expected_s(scan.pending, scan.expected_s, starts[index], stop))
 
     @property
     def ncu(self) -> NcuSettings:
@@ -129,10 +156,12 @@ class Study:
         """The variant's plan written once under ``folder``, named by a hash of its content:
         its jobs expand their parts from it (no plan travels as a parameter), and a changed
         plan has a changed name, which makes Snakemake run them again."""
-        key = (experiment, variant)
+        key = (experiment, variant, str(folder))
         if key not in self._written:
             text = self.variant_plan(experiment, variant).to_json()
-            path = Path(folder) / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+            # the version too: another ncuflow may expand the same grid into other rows
+            named = hashlib.sha256(f"{VERSION}\n{text}".encode()).hexdigest()[:16]
+            path = Path(folder) / f"{named}.json"
             if not path.is_file():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(path, text)

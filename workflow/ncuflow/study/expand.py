@@ -28,6 +28,7 @@ from ..spec import (
     condition,
 )
 from ..vocab import PENDING, SKIPPED
+from .parts import expected_s
 
 
 @dataclass(frozen=True)
@@ -257,16 +258,13 @@ def _why_not(
 @dataclass(frozen=True)
 class Scan:
     """One pass over a variant's grid that keeps no rows: how many positions it has, the
-    positions of the configurations that run, and the first few reasons the others do not."""
+    positions of the configurations that run and each one's expected GPU seconds
+    (study.parts), and the first few reasons the others do not run."""
 
     size: int
     pending: array[int]
+    expected_s: array[float]
     reasons: tuple[str, ...]
-
-    def part_starts(self, part_size: int) -> tuple[int, ...]:
-        """Where each part of ``part_size`` configurations to run starts; the first also
-        holds the skipped ones before its first, each other part those after its last."""
-        return (0, *self.pending[part_size::part_size])
 
 
 class VariantGrid:
@@ -314,20 +312,23 @@ class VariantGrid:
         return _why_not(self.variant, self._restrictions, {**env, **self._facts}, self.limits)
 
     def scan(self) -> Scan:
-        pending, reasons, position = array("q"), [], 0
+        pending, expected, reasons, position = array("q"), array("d"), [], 0
         for params in self._tunables():
             for dims in self.sizes:
-                reason = self._why(self.family.scope(self.variant, dims, params, self.dtypes))[0]
+                env = self.family.scope(self.variant, dims, params, self.dtypes)
+                reason = self._why(env)[0]
+                counts = self._counts(env, dims)  # every formula a row needs, checked now
                 if not reason:
+                    self._models_of(env, dims)
                     pending.append(position)
+                    expected.append(expected_s(*counts))
                 elif len(reasons) < 4 and reason not in reasons:
                     reasons.append(reason)
                 position += 1
-        return Scan(self.size, pending, tuple(reasons))
+        return Scan(self.size, pending, expected, tuple(reasons))
 
-    def _row(self, params: dict[str, int], dims: dict[str, int]) -> ConfigRow:
-        env = self.family.scope(self.variant, dims, params, self.dtypes)
-        reason, launches = self._why(env)
+    def _counts(self, env: dict[str, int], dims: dict[str, int]) -> tuple[int, int]:
+        """(FLOPs, least bytes moved) of a configuration, as the family counts them."""
         in_dtype, out_dtype = self.dtypes
         try:
             flops = int(self.family.flops(env))
@@ -338,6 +339,21 @@ class VariantGrid:
             )
         except ExprError as exc:
             raise ConfigError(f"{self.where}", f"at sizes {dims}: {exc}") from None
+        return flops, int(min_bytes)
+
+    def _models_of(self, env: dict[str, int], dims: dict[str, int]) -> dict[str, int]:
+        """The variant's own models (model_dram_bytes, executed_flops) of a configuration
+        that runs."""
+        try:
+            return {k: int(e(env)) for k, e in self._models.items()}
+        except ExprError as exc:
+            raise ConfigError(f"{self.where}", f"at sizes {dims}: {exc}") from None
+
+    def _row(self, params: dict[str, int], dims: dict[str, int]) -> ConfigRow:
+        env = self.family.scope(self.variant, dims, params, self.dtypes)
+        reason, launches = self._why(env)
+        in_dtype, out_dtype = self.dtypes
+        flops, min_bytes = self._counts(env, dims)
         return ConfigRow(
             experiment=self.experiment,
             family=self.family.name,
@@ -350,10 +366,10 @@ class VariantGrid:
             status=SKIPPED if reason else PENDING,
             error=reason,
             flops=flops,
-            min_bytes=int(min_bytes),
+            min_bytes=min_bytes,
             output_bytes=tensor_bytes(self.family.outputs.values(), dims, in_dtype, out_dtype),
             launches=() if reason else tuple(launches),
-            **({} if reason else {k: int(e(env)) for k, e in self._models.items()}),
+            **({} if reason else self._models_of(env, dims)),
             grid_facts=self._grid_facts,
         )
 
