@@ -42,7 +42,7 @@ from ncuflow.console import quiet_scheduler
 from ncuflow.device.mode import mode_line
 from ncuflow.errors import NcuflowError
 from ncuflow.files import read_config, write_if_changed
-from ncuflow.study.config import load_study
+from ncuflow.study.config import coerce_overrides, load_study
 from ncuflow.vocab import NCU_LONG, PROFILE_ERRORS, PROFILE_EXTRAS, STANDARD_FIGURES
 
 # The workflow's own config.yaml is the default study; a --configfile on the command line
@@ -60,6 +60,8 @@ try:
     # keys written twice in a config file, which the YAML reader would drop in silence
     for _path in CONFIGFILES:
         read_config(_path)
+    # --config values that Snakemake leaves as text, read as what the schema wants
+    coerce_overrides(config, workflow.config_settings.config)
     STUDY = load_study(config, root=CONFIGFILES[-1].resolve().parent)
     CAPTURE = WORKFLOW / "resources" / "captures" / config["capture"]
     if config["mode"] == "replay":  # every job will replay: the capture must be there

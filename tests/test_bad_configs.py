@@ -5,6 +5,7 @@ file as a user would write it (read with ncuflow.files.read_config, then load_st
 import copy
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,13 @@ CHANGES = [
     ("kernels_dir", 3, "kernels_dir", "3 is an int, not ['string', 'null']"),
     ("kernels_dir", "/no/such/folder", "kernels_dir", "/no/such/folder is not a folder"),
     ("max_configurations", 0, "max_configurations", "0 is less than the minimum of 1"),
+    ("seed", -1, "seed", "-1 is less than the minimum of 0"),
+    ("timing/timeout_s", float("nan"), "timing.timeout_s", "nan is not a finite number"),
+    ("timing/budget_s", float("nan"), "timing.budget_s", "nan is not a finite number"),
+    ("timing/budget_s", float("inf"), "timing.budget_s", "inf is not a finite number"),
+    ("max_jobs_per_variant", 0, "max_jobs_per_variant", "0 is less than the minimum of 1"),
+    (f"{S}/M", [64, 1023, 64], f"{EXP}.sizes.M", "64 written twice in [64, 1023, 64]"),
+    (f"{V}/params/BLOCK_X", [16, 32, 16], f"{NAIVE}.params.BLOCK_X", "16 written twice"),
     ("configurations_per_job", 0, "configurations_per_job", "0 is less than the minimum of 1"),
     ("configurations_per_job", 2.0, "configurations_per_job", "2.0 is a float, expected an integer"),
     ("experiments", {}, "experiments", "{} should be non-empty"),
@@ -132,6 +140,7 @@ SCALARS = [
     ({"beta": 1.0}, "experiments.g.scalars.beta", "unknown scalar 'beta' of family gather; valid: alpha"),
     ({"alpha": "x"}, "experiments.g.scalars.alpha", "'x' is a str, not number"),
     ({"alpha": True}, "experiments.g.scalars.alpha", "True is a bool, not number"),
+    ({"alpha": float("nan")}, "experiments.g.scalars.alpha", "nan is not a finite number"),
 ]  # fmt: skip
 # Keys written twice, which YAML would otherwise drop in silence.
 DUPLICATES = [
@@ -167,6 +176,38 @@ def test_a_bad_config_is_refused_with_its_path(
     assert message in text, text
 
 
+# (a config file's text, the path of the message, what it says)
+FILES = [
+    ("mode: !!python/name:os.system ''\nexperiments: {}\n", "(top level)",
+     "could not determine a constructor for the tag 'tag:yaml.org,2002:python/name:os.system'"),
+    ("experiments:\n  ~:\n    family: matmul\n", "experiments.~",
+     "the key '~' (line 2 of {path}) is read by YAML as None, not a name; quote it: '~'"),
+    ("experiments:\n  yes:\n    family: matmul\n", "experiments.yes",
+     "the key 'yes' (line 2 of {path}) is read by YAML as True, not a name; quote it: 'yes'"),
+    ("1: 2\n", "1", "the key '1' (line 1 of {path}) is read by YAML as 1, not a name"),
+    ("a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(6)),
+     "(top level)", "stands for more than 1,000,000 values once its aliases (*name) are"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "where", "message"), FILES, ids=[f[1] for f in FILES])
+def test_a_config_file_yaml_reads_otherwise_is_refused(tmp_path: Path, text: str, where: str,
+                                                       message: str) -> None:  # fmt: skip
+    """Tags ncuflow never reads, keys that YAML turns into booleans, nulls or numbers, and
+    aliases that expand to billions of values: one message, in a fraction of a second."""
+    path = tmp_path / "study.yaml"
+    path.write_text(text)
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as error:
+        read_config(path)
+    assert time.perf_counter() - started < 5
+    assert str(error.value).startswith(f"config error at {where}: "), str(error.value)
+    assert message.format(path=path) in str(error.value)
+
+
 @pytest.mark.parametrize(("scalars", "where", "message"), SCALARS)
 def test_a_scalar_of_the_wrong_kind_is_refused(scalars: dict, where: str, message: str) -> None:
     config = _set(GATHER, "experiments/g/scalars", scalars)
@@ -184,7 +225,7 @@ def test_a_key_written_twice_is_refused(tmp_path: Path, text: str, where: str, m
 
 
 def test_there_are_sixty_bad_configs_at_least() -> None:
-    assert len(CHANGES) + len(SCALARS) + len(DUPLICATES) >= 60
+    assert len(CHANGES) + len(SCALARS) + len(DUPLICATES) + len(FILES) >= 60
 
 
 def test_the_limit_can_be_raised() -> None:
@@ -210,6 +251,24 @@ def test_through_snakemake_one_line_and_no_file_behind(tmp_path: Path, workflow_
     )
     assert "Traceback" not in proc.stderr
     assert not list(workflow_copy.glob("pwned*")) and not (workflow_copy / "results").exists()
+
+
+def test_a_nested_value_on_the_command_line_is_read_as_the_schema_wants(
+    workflow_copy: Path,
+) -> None:
+    """Snakemake gives --config timing='{min_repeats: 10}' as the text '10': it is the
+    integer 10 (the README's own example), and a value that is no integer is still refused
+    in one line."""
+
+    def dry_run(*config: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1",
+                               "--config", "mode=replay", *config], cwd=workflow_copy,
+                              capture_output=True, text=True)  # fmt: skip
+
+    assert dry_run("timing={min_repeats: 10, budget_s: 0.5}").returncode == 0
+    refused = dry_run("timing={min_repeats: ten}")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "config error at timing.min_repeats: 'ten' is a str, not integer" in refused.stderr
 
 
 def test_a_config_value_is_an_argument_never_shell_text(workflow_copy: Path) -> None:

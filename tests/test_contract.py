@@ -274,3 +274,48 @@ def test_a_list_of_size_grids_is_their_union_in_order() -> None:
     config = _study(sizes=[{"n": [8, 16], "m": 4}, {"n": 8, "m": [4, 5]}])
     rows = load_study(config).experiments["g"].rows("numpy_gather")
     assert [r.dims for r in rows] == [{"n": 8, "m": 4}, {"n": 16, "m": 4}, {"n": 8, "m": 5}]
+
+
+# (the file of the example family, what to replace in it and with what, what the message says)
+BROKEN_FUNCTIONS = [
+    ("family.py", "def reference(", "def reference(:", "family.py:15: invalid syntax"),
+    ("family.py", "import numpy as np", "import numpy as np\nraise RuntimeError('no GPU here')",
+     "family.py: importing it failed: RuntimeError: no GPU here"),
+    ("family.yaml", "reference: reference", "reference: refrence",
+     "family.py: has no function 'refrence' (the family's reference); its functions: count_hits,"),
+    ("family.yaml", "draw: draw", "draw: drow", "has no function 'drow' (the family's draw"),
+    ("family.py", "def reference(x: Any, idx: Any, alpha: float, m: int)",
+     "def reference(x: Any, idx: Any, alpha: float, m: int, k: int)",
+     "reference reference asks for k, which the harness does not pass; it passes alpha, idx, m,"),
+    ("family.py", "def draw(dims: dict[str, int], rng: np.random.Generator)",
+     "def draw(dims: dict[str, int], rng: np.random.Generator, seed: int)",
+     "draw function draw asks for seed, which the harness does not pass; it passes dims, rng"),
+    ("numpy_gather.yaml", "library: count_hits", "library: count_hit",
+     "has no function 'count_hit' (a library launch of variant numpy_gather)"),
+    ("family.py", "def count_hits(idx: Any, hits: Any, m: int)",
+     "def count_hits(idx: Any, hits: Any)",
+     "count_hits is called by variant numpy_gather with 3 arguments and its tunables (none): "
+     "too many positional arguments"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("file", "old", "new", "message"), BROKEN_FUNCTIONS,
+                         ids=[c[3][:40] for c in BROKEN_FUNCTIONS])  # fmt: skip
+def test_a_broken_family_py_is_refused_while_planning(
+    example_copy: Path, file: str, old: str, new: str, message: str
+) -> None:
+    """Not in a GPU job: the dry run names the file, the line or function, and what the
+    harness passes."""
+    path = example_copy / "gather" / file
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    with pytest.raises(ConfigError) as error:
+        load_study(_study(example_copy))
+    assert str(error.value).startswith("config error at experiments.g.family: "), error.value
+    assert message in str(error.value)
+
+
+def test_a_family_without_family_py_is_refused_while_planning(example_copy: Path) -> None:
+    (example_copy / "gather" / "family.py").unlink()
+    with pytest.raises(ConfigError, match=r"family\.py: no such file; a family's family\.py"):
+        load_study(_study(example_copy))

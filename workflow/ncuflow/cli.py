@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .children import Interrupted, stop_on_signals
 from .errors import NcuflowError
 from .files import atomic_write, read_json
 from .ncu import NcuSettings
@@ -191,6 +192,8 @@ def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     log(f"saved capture {args.name} in {folder}")
 
 
+# After any interruption (docs/troubleshooting.md, "After an interruption").
+RECOVERY = "snakemake --unlock first if no other run uses this folder"
 Subparsers = Any  # argparse's _SubParsersAction, which it does not export
 
 
@@ -319,8 +322,15 @@ def main(argv: list[str] | None = None) -> int:
     log = _logger(args.log)
     started, ok = time.perf_counter(), False
     try:
+        stop_on_signals()  # Ctrl-C, or Snakemake cancelling the job: no child outlives it
         args.run(args, log)
         ok = True
+    except Interrupted as exc:  # one line: what is kept, what to type
+        line = (f"ncuflow: {args.stage} stopped by {exc}; what it measured and profiled is "
+                f"kept: run the same snakemake command again to go on ({RECOVERY})")  # fmt: skip
+        log(line)
+        print(line, file=sys.stderr)
+        return 130
     except NcuflowError as exc:  # one line, in the log too
         log(f"ncuflow: {exc}")
         print(f"ncuflow: {exc}", file=sys.stderr)

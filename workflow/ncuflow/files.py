@@ -61,21 +61,45 @@ def write_json(path: Path, data: Any, sort_keys: bool = True) -> None:
     atomic_write(path, json.dumps(data, indent=1, sort_keys=sort_keys) + "\n")
 
 
+# The most values a config file may stand for once its aliases (*name) are expanded: a few
+# levels of aliases of aliases make billions (every reader of the config walks them all).
+MAX_EXPANDED = 1_000_000
+
+
 def duplicate_keys(text: str, source: str) -> None:
     """Refuse a YAML text that writes a key twice in one mapping (YAML keeps only the last,
-    silently): the error names the key's path and both lines."""
+    silently), a key YAML reads as something other than a string (``yes``, ``~``, ``1``),
+    or aliases that expand it beyond MAX_EXPANDED values: the error names the key's path
+    and its lines. Each node is checked once, however many aliases name it."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         raise ConfigError("(top level)", f"{source} is not valid YAML: {exc}") from None
+    if root is None:
+        return
+    if _expanded(root) > MAX_EXPANDED:
+        raise ConfigError("(top level)", f"{source} stands for more than {MAX_EXPANDED:,} "
+                          "values once its aliases (*name) are expanded; write them out or "
+                          "use fewer levels of aliases")  # fmt: skip
     pending: list[tuple[Any, tuple[Any, ...]]] = [(root, ())]
+    checked: set[int] = set()
     while pending:
         node, path = pending.pop()
+        if id(node) in checked:
+            continue
+        checked.add(id(node))
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, int] = {}
             for key_node, value_node in node.value:
                 key = key_node.value
                 line = key_node.start_mark.line + 1
+                if key_node.tag != "tag:yaml.org,2002:str" and key != "<<":
+                    read_as = yaml.SafeLoader(key or "~").get_single_data()
+                    raise ConfigError(
+                        key_path((*path, key)),
+                        f"the key {key!r} (line {line} of {source}) is read by YAML as "
+                        f"{read_as!r}, not a name; quote it: '{key}'",
+                    )
                 if key in seen and key != "<<":
                     raise ConfigError(
                         key_path((*path, key)),
@@ -88,11 +112,38 @@ def duplicate_keys(text: str, source: str) -> None:
             pending += [(item, (*path, i)) for i, item in enumerate(node.value)]
 
 
+def _expanded(root: Any) -> int:
+    """How many values a composed YAML document stands for with every alias expanded
+    (each node's count worked out once)."""
+    counts: dict[int, int] = {}
+    order, pending = [], [root]
+    while pending:  # every node once, children after their parents
+        node = pending.pop()
+        if id(node) in counts:
+            continue
+        counts[id(node)] = 0
+        order.append(node)
+        if isinstance(node, yaml.MappingNode):
+            pending += [child for pair in node.value for child in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            pending += node.value
+    for node in reversed(order):  # children first
+        children = ([c for pair in node.value for c in pair]
+                    if isinstance(node, yaml.MappingNode)
+                    else node.value if isinstance(node, yaml.SequenceNode) else [])  # fmt: skip
+        counts[id(node)] = 1 + sum(counts[id(c)] for c in children)
+    return counts[id(root)]
+
+
 def read_config(path: Path) -> dict[str, Any]:
-    """A config file, refused with one message if it writes a key twice."""
+    """A config file, refused with one message if it writes a key twice, a key that is not
+    a name, too many values through aliases, or a YAML tag other than the plain ones."""
     text = Path(path).read_text()
     duplicate_keys(text, str(path))
-    data = yaml.safe_load(text)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:  # a tag ncuflow never reads (!!python/name:...)
+        raise ConfigError("(top level)", f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError("(top level)", f"{path} holds no mapping of keys")
     return data

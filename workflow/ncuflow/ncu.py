@@ -8,9 +8,7 @@ stages (profile/ runs the profiling stage on top of this).
 from __future__ import annotations
 
 import functools
-import os
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -18,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .children import spawn, stop
 from .errors import NcuflowError
 from .metrics import base_name
 from .vocab import NVTX_PREFIX
@@ -147,18 +146,19 @@ def run_ncu(
     """Run one ncu process; seconds it took. Errors carry ncu's own words and the fix; a
     process that outlives ``timeout_s`` is killed with everything it started."""
     started = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # fmt: skip
+    proc = spawn(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         output, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        stop(proc)  # with everything it started
         output, _ = proc.communicate()
         for line in output.splitlines():
             log(line)
         raise ProfileFailed(
             f"ncu did not finish within {timeout_s:.0f} s (its time limit): killed"
         ) from None
+    finally:  # interrupted too: ncu and what it profiles never outlive the stage
+        stop(proc)
     seconds = time.perf_counter() - started
     for line in output.splitlines():
         log(line)

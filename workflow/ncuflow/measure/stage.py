@@ -7,14 +7,13 @@ Records of an earlier, interrupted run are reused where their fingerprint matche
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..children import spawn, stop
 from ..errors import NcuflowError
 from ..files import atomic_write
 from ..limits import time_limit
@@ -33,18 +32,19 @@ def watch(
     on outlives its limit. (exit code, the tail of its stderr, the configuration killed
     for its time or '')."""
     with tempfile.TemporaryFile("w+") as stderr:
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr,
-                                start_new_session=True)  # fmt: skip
+        proc = spawn(command, stdout=subprocess.DEVNULL, stderr=stderr)
         current, since, killed = None, time.monotonic(), ""
-        while proc.poll() is None:
-            time.sleep(WATCH_S)
-            now, running = time.monotonic(), journal.running(journal_path)
-            if running != current:
-                current, since = running, now
-            elif current is not None and now - since > limits[current]:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                killed = current
+        try:
+            while proc.poll() is None:
+                time.sleep(WATCH_S)
+                now, running = time.monotonic(), journal.running(journal_path)
+                if running != current:
+                    current, since = running, now
+                elif current is not None and now - since > limits[current]:
+                    stop(proc)
+                    killed = current
+        finally:  # interrupted too: the worker never outlives the stage
+            stop(proc)
         stderr.seek(0)
         tail = "\n".join(stderr.read().strip().splitlines()[-15:])
     return proc.returncode, tail, killed

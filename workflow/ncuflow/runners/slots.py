@@ -6,8 +6,10 @@ each should use. Each job therefore takes an exclusive lock (``flock``) on a fil
 in a machine-local folder, the first free one among the GPUs it may see
 (``CUDA_VISIBLE_DEVICES`` where the scheduler set it, as Slurm does, else every GPU
 ``nvidia-smi`` lists), and narrows ``CUDA_VISIBLE_DEVICES`` to that GPU before CUDA is
-initialised. The lock is held by the job's process and released by the kernel when it ends,
-however it ends, so a killed job never keeps its GPU. Locks are named by the GPU's UUID, so
+initialised. The lock is held by the job's process and its workers (which inherit it, and
+die with it: ncuflow.children) and released by the kernel when the last of them ends,
+however it ends, so a killed job never keeps its GPU, and no other job takes it while a
+worker of the killed one still runs on it. Locks are named by the GPU's UUID, so
 jobs that see the same GPU under different indices (a Slurm job's GPU is always 0) agree.
 """
 
@@ -23,6 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+from ..children import close_kept, keep_open
 
 # Machine-local on purpose: jobs on other nodes of a cluster hold other GPUs.
 SLOT_DIR = Path(tempfile.gettempdir()) / f"ncuflow-gpu-slots-{os.getuid()}"
@@ -74,6 +78,7 @@ def claim_gpu(log: Callable[[str], None], poll_s: float = 1.0) -> str | None:
                 handle.close()
                 continue
             _held.append(handle)
+            keep_open(handle.fileno())  # held until the job's workers are gone too
             os.environ["CUDA_VISIBLE_DEVICES"] = token
             log(f"GPU {token} ({uuid}), held by this job alone (lock in {SLOT_DIR})")
             return token
@@ -86,4 +91,6 @@ def claim_gpu(log: Callable[[str], None], poll_s: float = 1.0) -> str | None:
 def release_gpu() -> None:
     """Give the claimed GPU back (a job that turned out to replay)."""
     while _held:
-        _held.pop().close()
+        handle = _held.pop()
+        close_kept(handle.fileno())
+        handle.close()

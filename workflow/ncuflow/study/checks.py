@@ -18,11 +18,15 @@ FLOAT_KEYS = {("timing", k) for k in ("target_ci_pct", "budget_s", "timeout_s", 
 
 
 def no_floats(value: Any, path: tuple[Any, ...] = ()) -> None:
-    """Every number of a config is an integer except where a float belongs (FLOAT_KEYS and
-    scalars, checked against their own dtypes)."""
+    """Every number of a config is finite, and an integer except where a float belongs
+    (FLOAT_KEYS and scalars, checked against their own dtypes)."""
+    if isinstance(value, float) and not math.isfinite(value):  # .nan, .inf: never meant
+        raise ConfigError(key_path(path), f"{value!r} is not a finite number")
     if isinstance(value, Mapping):
         for key, item in value.items():
             if path[-1:] == ("scalars",):
+                if isinstance(item, float) and not math.isfinite(item):
+                    raise ConfigError(key_path((*path, key)), f"{item!r} is not a finite number")
                 continue
             no_floats(item, (*path, key))
     elif isinstance(value, list):

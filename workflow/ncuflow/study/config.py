@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from .. import schema
 from ..errors import ConfigError, NcuflowError, SpecError
 from ..files import atomic_write
 from ..ncu import NcuSettings
 from ..plan import ConfigRow, Plan, Timing, VariantPlan
 from ..spec import Family, available_families, load_family, scalar_value
+from ..spec.functions import check_functions
 from ..vocab import (
     ENQUEUE_METHOD,
     L2_FLUSH_METHOD,
@@ -222,6 +225,10 @@ def _experiment(
                 f"every one of the {scan.size} combinations fails: {shown}. "
                 f"Change the grid so that at least one combination is valid",
             )
+    try:  # family.py and every function the family and these variants name, before any job
+        check_functions(family, [grid.variant for grid in grids.values()])
+    except SpecError as exc:
+        raise ConfigError(f"{where}.family", str(exc)) from None
     return Experiment(
         name=name,
         family=family,
@@ -311,6 +318,32 @@ def _scalars(family: Family, given: Mapping[str, Any], where: str) -> dict[str, 
         except SpecError as exc:
             raise ConfigError(f"{where}.{name}", str(exc).split(": ", 1)[1]) from None
     return values
+
+
+def coerce_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+    """Read as YAML each ``--config`` value that Snakemake leaves as text where the schema
+    wants something else: ``--config timing='{min_repeats: 10}'`` gives the text '10', which
+    is the integer 10 here (a value the config files gave keeps its own type)."""
+    properties = schema.load(schema.CONFIG)["properties"]
+    pending = [((key,), value, properties.get(key, {})) for key, value in overrides.items()]
+    while pending:
+        path, value, wanted = pending.pop()
+        if isinstance(value, Mapping):
+            inner = wanted.get("properties", {})
+            pending += [((*path, k), v, inner.get(k, {})) for k, v in value.items()]
+            continue
+        types = wanted.get("type", [])
+        types = [types] if isinstance(types, str) else types
+        if not isinstance(value, str) or not types or "string" in types:
+            continue
+        try:
+            read = yaml.safe_load(value)
+        except yaml.YAMLError:
+            continue  # left as text: the schema names what it expects
+        node = config
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = read
 
 
 def load_study(

@@ -7,6 +7,7 @@ so that the final table shows what was not run and why.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 from array import array
@@ -53,8 +54,15 @@ class DeviceLimits:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
-def _as_list(value: int | Sequence[int]) -> list[int]:
-    return [value] if isinstance(value, int) else list(value)
+def _as_list(value: int | Sequence[int], where: str) -> list[int]:
+    """A value or list of values of a size or a tunable; one written twice is refused (it
+    would make the same configurations twice)."""
+    values = [value] if isinstance(value, int) else list(value)
+    twice = sorted(v for v, n in collections.Counter(values).items() if n > 1)
+    if twice:
+        raise ConfigError(where, f"{', '.join(map(str, twice))} written twice in {values}; "
+                          "list each value once")  # fmt: skip
+    return values
 
 
 def size_grid(sizes: Any, dims: Sequence[str], where: str) -> list[dict[str, int]]:
@@ -103,7 +111,7 @@ def size_grid(sizes: Any, dims: Sequence[str], where: str) -> list[dict[str, int
             raise ConfigError(where, f"the tied dimensions {cycle} refer to each other in a cycle")
         order.extend(ready)
     grid = []
-    for combo in itertools.product(*(_as_list(sizes[d]) for d in free)):
+    for combo in itertools.product(*(_as_list(sizes[d], f"{where}.{d}") for d in free)):
         env = dict(zip(free, combo, strict=True))
         for dim in order:
             try:
@@ -206,7 +214,7 @@ def _param_values(variant: Variant, grid: Mapping[str, Any], where: str) -> list
             f"{where}.{unknown[0]}",
             f"unknown parameter {unknown[0]!r} of variant {variant.name}; valid: {valid}",
         )
-    return [_as_list(grid.get(p, default)) for p, default in variant.params.items()]
+    return [_as_list(grid.get(p, default), f"{where}.{p}") for p, default in variant.params.items()]
 
 
 def tensor_bytes(

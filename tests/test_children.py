@@ -1,0 +1,67 @@
+"""A stage's children die with it, however it ends (ncuflow.children): a stage killed
+outright takes its worker with it, and one that is interrupted or cancelled stops its
+children's whole process groups and says in one line what it kept."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+STAGE = """
+import subprocess, sys, time
+from ncuflow.children import Interrupted, spawn, stop_on_signals
+stop_on_signals()
+try:  # as the command line runs a stage (ncuflow.cli.main)
+    worker = spawn(["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE, text=True)
+    print(worker.pid, worker.stdout.readline().strip(), flush=True)
+    time.sleep(60)
+except Interrupted as exc:
+    print(f"stopped by {exc}", flush=True)
+    sys.exit(130)
+"""
+
+
+def _gone(pid: int, within_s: float = 5.0) -> bool:
+    """Whether a process has ended (a zombie no parent reaps counts as ended)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _stage() -> tuple[subprocess.Popen, int, int]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    stage = subprocess.Popen([sys.executable, "-c", STAGE], stdout=subprocess.PIPE, text=True,
+                             env=env, start_new_session=True)  # fmt: skip
+    worker, grandchild = (int(p) for p in stage.stdout.readline().split())
+    return stage, worker, grandchild
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's parent-death signal")
+def test_a_stage_killed_outright_takes_its_worker_with_it() -> None:
+    stage, worker, grandchild = _stage()
+    os.kill(stage.pid, signal.SIGKILL)
+    stage.wait()
+    assert _gone(worker), "the worker outlived its stage"
+    os.kill(grandchild, signal.SIGKILL)  # the test's own sleep: workers set it themselves
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stage_cancelled_stops_every_child_and_says_so(signum: int) -> None:
+    stage, worker, grandchild = _stage()
+    os.kill(stage.pid, signum)
+    out, _ = stage.communicate(timeout=10)
+    assert stage.returncode == 130 and f"stopped by {signal.Signals(signum).name}" in out
+    assert _gone(worker) and _gone(grandchild), "a child outlived its stage"
