@@ -85,7 +85,10 @@ SOURCE = str(
     write_if_changed(Path(".snakemake/ncuflow/source.json"), json.dumps(MODE_ARGS))
 )
 if workflow.is_main_process:  # not again in the processes that run jobs
-    print(mode_line(config, CAPTURE, STUDY.count()), file=sys.stderr)
+    try:  # a capture's provenance that cannot be read: one line, no traceback
+        print(mode_line(config, CAPTURE, STUDY.count()), file=sys.stderr)
+    except NcuflowError as exc:
+        sys.exit(f"ncuflow: {exc}")
     quiet_scheduler()
 START_S = time.time() - STARTED  # Snakemake's start and the study's planning
 

@@ -4,6 +4,7 @@ and every new declaration (tensors with their own dtypes and draws, scalars, per
 checks, sequences of launches, scratch buffers, required modules) with its errors."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -277,8 +278,10 @@ def test_a_list_of_size_grids_is_their_union_in_order() -> None:
 
 
 # (the file of the example family, what to replace in it and with what, what the message says)
-BROKEN_FUNCTIONS = [
+BROKEN_FAMILY = [
     ("family.py", "def reference(", "def reference(:", "family.py:15: invalid syntax"),
+    ("family.yaml", "  y: {shape: n,", "  y: {shape: q,",
+     "family.yaml: outputs.y: its shape names q, which is not a dimension; dims: n, m"),
     ("family.py", "import numpy as np", "import numpy as np\nraise RuntimeError('no GPU here')",
      "family.py: importing it failed: RuntimeError: no GPU here"),
     ("family.yaml", "reference: reference", "reference: refrence",
@@ -299,9 +302,9 @@ BROKEN_FUNCTIONS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("file", "old", "new", "message"), BROKEN_FUNCTIONS,
-                         ids=[c[3][:40] for c in BROKEN_FUNCTIONS])  # fmt: skip
-def test_a_broken_family_py_is_refused_while_planning(
+@pytest.mark.parametrize(("file", "old", "new", "message"), BROKEN_FAMILY,
+                         ids=[c[3][:40] for c in BROKEN_FAMILY])  # fmt: skip
+def test_a_broken_family_is_refused_while_planning(
     example_copy: Path, file: str, old: str, new: str, message: str
 ) -> None:
     """Not in a GPU job: the dry run names the file, the line or function, and what the
@@ -319,3 +322,63 @@ def test_a_family_without_family_py_is_refused_while_planning(example_copy: Path
     (example_copy / "gather" / "family.py").unlink()
     with pytest.raises(ConfigError, match=r"family\.py: no such file; a family's family\.py"):
         load_study(_study(example_copy))
+
+
+def test_a_kernel_source_that_is_not_utf8_is_named_with_its_line(example_copy: Path) -> None:
+    cu = example_copy / "gather" / "gather.cu"
+    cu.write_bytes(cu.read_bytes().replace(b"// one index", "// caf\u00e9 index".encode("latin-1")))
+    with pytest.raises(ConfigError, match=r"gather\.cu: line 3: byte 0xe9 is not UTF-8; save"):
+        load_study(_study(example_copy))
+
+
+@pytest.fixture
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder outside the kernels folder, holding a copy of the example's kernel."""
+    folder = tmp_path_factory.mktemp("outside")
+    shutil.copy2(EXAMPLE / "gather" / "gather.cu", folder / "gather.cu")
+    (folder / "secret.cuh").write_text("// not the user's to read\n")
+    return folder
+
+
+def _refused_source(kernels: Path) -> str:
+    with pytest.raises(SpecError) as error:
+        load_family(kernels, "gather")
+    return str(error.value)
+
+
+def test_a_variant_like_a_file_outside_the_kernels_folder_is_refused(
+    example_copy: Path, outside: Path
+) -> None:
+    own = example_copy / "gather" / "gather.cu"
+    liked = os.path.relpath(outside / "gather.cu", own.parent)
+    (own.parent / "mine.cu").write_text(own.read_text().replace(
+        "/*---\n", f"/*---\nlike: {liked}\n", 1))  # fmt: skip
+    assert "is outside the kernels folder" in _refused_source(example_copy)
+
+
+def test_a_linked_variant_or_family_outside_the_kernels_folder_is_refused(
+    example_copy: Path, outside: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    (example_copy / "gather" / "linked.cu").symlink_to(outside / "gather.cu")
+    assert f"(a link to {outside / 'gather.cu'}) is outside" in _refused_source(example_copy)
+    kernels = tmp_path_factory.mktemp("kernels")
+    (kernels / "gather").symlink_to(EXAMPLE / "gather")  # a family folder that is a link
+    with pytest.raises(SpecError, match="is outside the kernels folder"):
+        load_family(kernels, "gather")
+
+
+@pytest.mark.parametrize("include", ["through_inc", "absolute", "angled_up"])
+def test_an_include_that_leaves_the_kernels_folder_is_refused_with_its_line(
+    example_copy: Path, outside: Path, include: str
+) -> None:
+    cu = example_copy / "gather" / "gather.cu"
+    line = {"through_inc": '#include "more.inc"',
+            "absolute": f"#include <{outside / 'secret.cuh'}>",
+            "angled_up": "#include <../../secret.cuh>"}[include]  # fmt: skip
+    secret = os.path.relpath(outside / "secret.cuh", cu.parent)
+    (cu.parent / "more.inc").write_text(f'// includes another\n#include "{secret}"\n')
+    cu.write_text(cu.read_text().replace("#ifndef BLOCK", f"{line}\n#ifndef BLOCK", 1))
+    text = _refused_source(example_copy)
+    where = f"{cu.parent / 'more.inc'}:2" if include == "through_inc" else f"{cu}:21"
+    assert text.startswith(f"{where}: "), text
+    assert "outside the kernels folder" in text

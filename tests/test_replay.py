@@ -82,6 +82,26 @@ def test_missing_ncu_rows_are_an_error_too(tmp_path: Path) -> None:
         _replay(_plan([1024]), empty, tmp_path)
 
 
+DAMAGED = ["matmul_ladder/naive/measure.json", "device.json",
+           "matmul_ladder/naive/ncu_long.parquet", "capture.json"]  # fmt: skip
+
+
+@pytest.mark.parametrize("damaged", DAMAGED)
+def test_a_damaged_capture_file_is_named_with_what_to_do(tmp_path: Path, damaged: str) -> None:
+    """A capture's file cut short: one message naming it, and restoring the capture (not
+    rerunning a stage) as the fix."""
+    copy = tmp_path / "capture"
+    shutil.copytree(CAPTURE, copy)
+    path = copy / damaged
+    path.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(NcuflowError) as error:
+        info(copy)
+        _replay(_plan([1024]), copy, tmp_path)
+        ReplayRunner(copy).device_facts(tmp_path / "device.json", None)
+    assert str(error.value).startswith(f"{path}: not"), error.value
+    assert "cut short or edited: a capture's file: restore it (git checkout --" in str(error.value)
+
+
 def test_a_host_variant_has_no_ncu_rows_to_replay(tmp_path: Path) -> None:
     plan = _plan([1024], "cpu_blas")
     _, long_out = _replay(plan, CAPTURE, tmp_path)

@@ -14,6 +14,18 @@ import yaml
 from .errors import ConfigError, NcuflowError, key_path
 
 
+def read_text(path: Path) -> str:
+    """A text file the user wrote (a config, family.yaml, a kernel): UTF-8, or one message
+    that names the file, the line and the byte."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise NcuflowError(f"{path}: line {line}: byte 0x{data[exc.start]:02x} is not UTF-8; "
+                           "save the file as UTF-8") from None  # fmt: skip
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write a file so that no reader ever sees it half-written: a temporary file beside
     it, flushed to disk, then renamed over it."""
@@ -42,18 +54,32 @@ def append_line(path: Path, entry: dict[str, Any]) -> None:
         os.fsync(handle.fileno())
 
 
-def read_json(path: Path, what: str = "") -> Any:
-    """A JSON file, or one message that names it and what to do (it was cut short by a
-    crash, or edited by hand)."""
+# What to do about a file between stages that was cut short or edited.
+RERUN = "delete it and run its stage again"
+
+
+def read_json(path: Path, what: str = "", fix: str = RERUN) -> Any:
+    """A JSON file, or one message that names it and what to do (``fix``: it was cut
+    short by a crash, or edited by hand)."""
     try:
         return json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise NcuflowError(f"{path}: no such file{f' ({what})' if what else ''}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise NcuflowError(
-            f"{path}: not valid JSON ({exc}); it was cut short or edited: delete it and run "
-            "its stage again"
-        ) from None
+        raise NcuflowError(f"{path}: not valid JSON ({exc}); it was cut short or edited: "
+                           f"{fix}") from None  # fmt: skip
+
+
+def read_parquet(path: Path, fix: str = RERUN) -> Any:
+    """A Parquet table, or one message that names it and what to do."""
+    import pandas as pd
+    import pyarrow
+
+    try:
+        return pd.read_parquet(path)
+    except (pyarrow.ArrowException, OSError) as exc:
+        raise NcuflowError(f"{path}: not a readable Parquet table ({exc}); it was cut short "
+                           f"or edited: {fix}") from None  # fmt: skip
 
 
 def write_json(path: Path, data: Any, sort_keys: bool = True) -> None:
@@ -138,7 +164,7 @@ def _expanded(root: Any) -> int:
 def read_config(path: Path) -> dict[str, Any]:
     """A config file, refused with one message if it writes a key twice, a key that is not
     a name, too many values through aliases, or a YAML tag other than the plain ones."""
-    text = Path(path).read_text()
+    text = read_text(path)
     duplicate_keys(text, str(path))
     try:
         data = yaml.safe_load(text)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, NcuflowError
-from .files import read_json
+from .files import RERUN, read_json
 from .vocab import LAUNCH_ERROR, PENDING, SKIPPED, TIMED, TIMEOUT, VERSION
 
 Json = dict[str, Any]
@@ -336,9 +336,10 @@ def profiled_ids(measured: dict[str, Record], profiled: bool) -> list[str]:
     return [config_id for config_id, rec in measured.items() if rec.status in TIMED]
 
 
-def read_records(path: Path) -> dict[str, Record]:
-    """measure.json: each configuration's record, by configuration id."""
-    data = read_json(path, "a job's timing records")
+def read_records(path: Path, fix: str = RERUN) -> dict[str, Record]:
+    """measure.json: each configuration's record, by configuration id (``fix``: what to do
+    about a file cut short)."""
+    data = read_json(path, "a job's timing records", fix)
     if not isinstance(data, dict):
         raise NcuflowError(f"{path}: expected a mapping of configuration ids to records")
     return {cid: Record.from_json(rec, f"{path}: {cid}") for cid, rec in data.items()}

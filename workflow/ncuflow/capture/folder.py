@@ -36,6 +36,9 @@ from ..vocab import (
 )
 
 CAPTURES = Path("resources") / "captures"
+# What to do about a capture's file that was cut short or edited.
+DAMAGED = ("a capture's file: restore it (git checkout -- resources/captures) or capture "
+           "again on a GPU")  # fmt: skip
 
 
 def capture_dir(root: Path, name: str) -> Path:
@@ -57,7 +60,7 @@ def checked_capture(folder: Path) -> Path:
 
 def info(folder: Path) -> dict[str, Any]:
     """capture.json: name, date, device, when it was saved, the command, the settings."""
-    return read_json(folder / CAPTURE_INFO, "a capture's provenance")
+    return read_json(folder / CAPTURE_INFO, "a capture's provenance", DAMAGED)
 
 
 def save_capture(

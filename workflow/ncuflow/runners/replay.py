@@ -10,8 +10,9 @@ from typing import NoReturn
 
 import pandas as pd
 
+from ..capture.folder import DAMAGED
 from ..errors import NcuflowError
-from ..files import atomic_write, read_json, write_json
+from ..files import atomic_write, read_json, read_parquet, write_json
 from ..plan import Plan, profiled_ids, read_records, records_json
 from ..profile.explain import FINDING_COLUMNS, LINE_COLUMNS
 from ..profile.long_table import LONG_COLUMNS, write_long
@@ -52,7 +53,7 @@ class ReplayRunner:
         """The capture's timing records of the plan's pending configurations."""
         source = self.capture / plan.experiment / plan.variant / MEASURE
         pending = [row.config_id for row in plan.pending]
-        captured = read_records(source) if source.is_file() else {}
+        captured = read_records(source, DAMAGED) if source.is_file() else {}
         missing = [c for c in pending if c not in captured]
         if missing:
             _missing(self.capture, plan, missing, "timing record")
@@ -75,7 +76,8 @@ class ReplayRunner:
         if not ok:
             write_long(pd.DataFrame(columns=LONG_COLUMNS), long)
             return
-        values = pd.read_parquet(source) if source.is_file() else pd.DataFrame(columns=LONG_COLUMNS)
+        values = (read_parquet(source, DAMAGED) if source.is_file()
+                  else pd.DataFrame(columns=LONG_COLUMNS))  # fmt: skip
         kept = values[values["config_id"].isin(ok)]
         missing = sorted(ok - set(kept["config_id"]))
         if missing:
@@ -85,11 +87,12 @@ class ReplayRunner:
 
     def device_facts(self, out: Path, ceilings: Path | None) -> None:
         """The capture's device, marked as replayed from it (its ceilings are the capture's)."""
-        write_json(out, {**read_json(self.capture / DEVICE), "replayed_from": self.capture.name})
+        device = read_json(self.capture / DEVICE, "a capture's device facts", DAMAGED)
+        write_json(out, {**device, "replayed_from": self.capture.name})
 
     def ceilings(self, out: Path, log: Log) -> None:
         """The ceilings measured on the capture's device (none for an older capture)."""
-        write_json(out, read_json(self.capture / DEVICE).get("ceilings", {}))
+        write_json(out, read_json(self.capture / DEVICE, "", DAMAGED).get("ceilings", {}))
 
 
 def _replay_extras(folder: Path, out: Path, ok: set[str]) -> None:
@@ -97,6 +100,6 @@ def _replay_extras(folder: Path, out: Path, ok: set[str]) -> None:
     replayed (empty tables where the capture predates them: nothing is invented)."""
     for name in PROFILE_EXTRAS:
         source = folder / name
-        table = pd.read_parquet(source) if source.is_file() else pd.DataFrame(
+        table = read_parquet(source, DAMAGED) if source.is_file() else pd.DataFrame(
             columns=EXTRA_COLUMNS[name])  # fmt: skip
         table[table["config_id"].isin(ok)].to_parquet(out / name, index=False)

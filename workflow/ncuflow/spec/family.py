@@ -16,6 +16,7 @@ from typing import Any
 from .. import schema
 from ..errors import SpecError
 from ..expr import Expr
+from ..files import read_text
 from ..vocab import STANDARD_FIGURES
 from .fields import (
     condition,
@@ -185,6 +186,10 @@ def _tensors(path: Path, data: Mapping[str, Any], dims: tuple[str, ...]) -> dict
             if name in tensors or name in dims:
                 raise SpecError(f"{path}: {role}.{name} is declared twice or is a dimension")
             tensors[name] = tensor_of(f"{path}: {role}.{name}", name, value, output)
+            unknown = sorted({n for e in tensors[name].shape for n in e.names} - set(dims))
+            if unknown:
+                raise SpecError(f"{path}: {role}.{name}: its shape names {', '.join(unknown)}, "
+                                f"which is not a dimension; dims: {', '.join(dims)}")  # fmt: skip
     return tensors
 
 
@@ -206,7 +211,7 @@ def read_family(kernels_dir: Path, name: str) -> Family:
     path = folder / "family.yaml"
     if not path.is_file():
         raise SpecError(f"{path}: no such file")
-    data = validated(path, read_yaml(path, path.read_text()), schema.FAMILY)
+    data = validated(path, read_yaml(path, read_text(path)), schema.FAMILY)
     dims = tuple(data["dims"])
     tensors = _tensors(path, data, dims)
     scalars = _scalars(path, data.get("scalars"))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..expr import Expr
+from ..files import read_text
 
 # Element sizes of every dtype a tensor or scalar may have.
 DTYPE_BYTES = {
@@ -227,7 +228,7 @@ class Variant:
 
     @functools.cached_property
     def source(self) -> str:
-        return self.path.read_text() if self.path.suffix == ".cu" else ""
+        return read_text(self.path) if self.path.suffix == ".cu" else ""
 
     def expressions(self) -> list[tuple[str, Expr]]:
         named = [

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, SpecError
-from ..files import duplicate_keys
+from ..files import duplicate_keys, read_text
 
 _FRONT_MATTER = re.compile(r"/\*---\s*\n(.*?)\n---\*/", re.DOTALL)
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -41,14 +41,51 @@ def local_includes(path: Path) -> list[Path]:
     pending = [path]
     while pending:
         current = pending.pop()
-        if current.suffix not in {".cu", ".cuh", ".h"} or not current.is_file():
+        if current.suffix == ".yaml" or not current.is_file():  # any file a source includes
             continue
-        for name in _LOCAL_INCLUDE.findall(current.read_text()):
+        for name in _LOCAL_INCLUDE.findall(read_text(current)):
             target = (current.parent / name).resolve()
             if target.is_file() and target not in found:
                 found.append(target)
                 pending.append(target)
     return found
+
+
+_ANY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^">]+)[">]', re.MULTILINE)
+
+
+def _inside(path: Path, root: Path, where: str) -> None:
+    real = path.resolve()  # links followed
+    if not real.is_relative_to(root):
+        via = f" (a link to {real})" if real != path.absolute() else ""
+        raise SpecError(f"{where}: {path}{via} is outside the kernels folder {root}; kernel "
+                        "sources are read only from inside it: copy the file in")  # fmt: skip
+
+
+def check_confined(path: Path, root: Path) -> None:
+    """``path`` (a variant file, or the one it is like) and every file it includes lie
+    inside ``root`` (kernels_dir), links followed; an include by absolute path, or by ``<>``
+    with ``..``, is refused too. Each refusal names the file and the line."""
+    root = root.resolve()
+    _inside(path, root, str(path))
+    pending, seen = [path], set()
+    while pending:
+        current = pending.pop()
+        if current in seen or current.suffix == ".yaml":
+            continue
+        seen.add(current)
+        text = read_text(current)
+        for match in _ANY_INCLUDE.finditer(text):
+            where = f"{current}:{text.count(chr(10), 0, match.start()) + 1}"
+            kind, name = match.groups()
+            if Path(name).is_absolute() or (kind == "<" and ".." in Path(name).parts):
+                raise SpecError(f"{where}: #include {kind}{name}{'>' if kind == '<' else kind} "
+                                "reaches outside the kernels folder; include files inside it "
+                                "by a relative path")  # fmt: skip
+            target = current.parent / name
+            if kind == '"' and target.is_file():
+                _inside(target, root, where)
+                pending.append(target.resolve())
 
 
 def check_define(path: Path, source: str, name: str, default: int, inherited: str) -> None:
@@ -74,19 +111,20 @@ def check_define(path: Path, source: str, name: str, default: int, inherited: st
 def declaration(path: Path) -> tuple[str, dict[str, Any]]:
     """A variant file's source ('' for a .yaml library variant) and its declaration."""
     if path.suffix != ".cu":
-        return "", read_yaml(path, path.read_text())
-    source = path.read_text()
+        return "", read_yaml(path, read_text(path))
+    source = read_text(path)
     match = _FRONT_MATTER.search(source)
     if match is None:
         raise SpecError(f"{path}: no declaration; add a /*--- ... ---*/ YAML comment")
     return source, read_yaml(path, match.group(1))
 
 
-def like_merged(path: Path, data: dict[str, Any]) -> tuple[dict[str, Any], list[Path]]:
+def like_merged(path: Path, data: dict[str, Any], root: Path) -> tuple[dict[str, Any], list[Path]]:
     """A declaration with ``like: <file>`` (another variant's .cu, relative to this one)
     takes that variant's tunables, in its order, its own defaults winning and its new ones
     after, and that variant's restrictions before its own: a variant that compiles another's
-    code needs its conditions without a copy of them. Also the files it was built from."""
+    code needs its conditions without a copy of them. Also the files it was built from. The
+    file it is like must lie inside ``root`` (kernels_dir)."""
     like = data.get("like")
     if like is None:
         return data, []
@@ -94,6 +132,7 @@ def like_merged(path: Path, data: dict[str, Any]) -> tuple[dict[str, Any], list[
     if base_path.suffix != ".cu" or not base_path.is_file() or base_path == path.resolve():
         raise SpecError(f"{path}: like {like!r} must name another variant's .cu file, "
                         "relative to this one")  # fmt: skip
+    check_confined(path.parent / str(like), root)  # before it is read
     _, base = declaration(base_path)
     if "like" in base:
         raise SpecError(f"{path}: like {like!r} names a variant that is itself like another "
@@ -115,8 +154,8 @@ def fingerprint(folder: Path, variant_files: Iterable[Path]) -> str:
     digest = hashlib.sha256()
     files = [p for p in sorted(folder.iterdir()) if p.suffix in {".yaml", ".py", ".cu", ".cuh"}]
     for path in variant_files:
-        like = like_merged(path, declaration(path)[1])[1]
-        files += [p for p in (*local_includes(path), *like) if p.parent != folder]
+        like = like_merged(path, declaration(path)[1], folder.parent)[1]
+        files += [p for p in (*local_includes(path), *like) if p not in files]
     for path in dict.fromkeys(files):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())

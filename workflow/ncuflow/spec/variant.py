@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import schema
 from ..errors import SpecError
+from ..files import read_text
 from ..metrics import DEFAULT_COMPUTE
 from .fields import IDENTIFIER, condition, expr, expr_list, named_map, tensor_of, validated
 from .launches import check_aligned_inputs, launches_of, row_alignment
@@ -25,15 +26,16 @@ from .model import (
     names_device_facts,
     restriction_where,
 )
-from .sources import check_define, declaration, like_merged, local_includes
+from .sources import check_confined, check_define, declaration, like_merged, local_includes
 
 
 def load_variant(path: Path, view: FamilyView) -> Variant:
     """The variant declared by ``path`` (a .cu or .yaml file of the family ``view``)."""
+    check_confined(path, view.root)  # before anything is read: itself and what it includes
     source, data = declaration(path)
     validated(path, data, schema.VARIANT)
     own_restrictions = len(data.get("restrictions") or ())
-    data, like = like_merged(path, data)
+    data, like = like_merged(path, data, view.root)
     restrictions = data.get("restrictions") or ()
     inherited = len(restrictions) - own_restrictions
     params = _params(path, data, source, like, view)
@@ -49,7 +51,7 @@ def load_variant(path: Path, view: FamilyView) -> Variant:
     scratch = _scratch(path, data, view)
     tensor_maps = _tensor_maps(path, data, view, set(scratch), set(params))
     alignment = row_alignment(path, data.get("row_alignment"), view, accepts)
-    included = "".join(p.read_text() for p in local_includes(path)) if source else ""
+    included = "".join(read_text(p) for p in local_includes(path)) if source else ""
     launches = launches_of(path, data, source + included)  # a kernel may be in a header
     taken = {*params, *scratch, *tensor_maps, *view.dims, *view.scalars}
     check_aligned_inputs(path, alignment, launches, tensor_maps, taken)
@@ -89,7 +91,6 @@ def load_variant(path: Path, view: FamilyView) -> Variant:
     )
     _check_names(path, variant, view)
     _check_tolerances(path, variant, view)
-    _check_inside(path, view.root)
     return variant
 
 
@@ -100,7 +101,7 @@ def _params(
     which a variant like another may leave to that file where it includes it."""
     inherited = ""
     if like and like[0] in local_includes(path):
-        inherited = "".join(f.read_text() for f in (like[0], *local_includes(like[0])))
+        inherited = "".join(read_text(f) for f in (like[0], *local_includes(like[0])))
     params = dict(data.get("params") or {})
     reserved = (*view.dims, *BUILTIN_NAMES, *DEVICE_FACTS, *view.tensors, *view.scalars)
     for name, default in params.items():
@@ -162,16 +163,6 @@ def _check_tolerances(path: Path, variant: Variant, view: FamilyView) -> None:
                     f"dtype {accepted} (variant {variant.name}); add one, e.g. "
                     f"{{{accepted}: 1.0e-4}}"
                 )
-
-
-def _check_inside(path: Path, root: Path) -> None:
-    """Kernel sources are read only from inside the kernels folder."""
-    outside = [p for p in local_includes(path) if not p.is_relative_to(root)]
-    if outside:
-        raise SpecError(
-            f"{path}: includes {outside[0]}, outside the kernels folder {root}; "
-            "kernel sources are read only from inside it"
-        )
 
 
 def _check_names(path: Path, variant: Variant, view: FamilyView) -> None:
