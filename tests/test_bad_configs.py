@@ -185,6 +185,7 @@ FILES = [
     ("experiments:\n  yes:\n    family: matmul\n", "experiments.yes",
      "the key 'yes' (line 2 of {path}) is read by YAML as True, not a name; quote it: 'yes'"),
     ("1: 2\n", "1", "the key '1' (line 1 of {path}) is read by YAML as 1, not a name"),
+    ("? [a, b]\n: 1\n", "(top level)", "a key at line 1 of {path} is a list or mapping"),
     ("a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
         f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
@@ -193,7 +194,7 @@ FILES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("text", "where", "message"), FILES, ids=[f[1] for f in FILES])
+@pytest.mark.parametrize(("text", "where", "message"), FILES, ids=[f[2][:30] for f in FILES])
 def test_a_config_file_yaml_reads_otherwise_is_refused(tmp_path: Path, text: str, where: str,
                                                        message: str) -> None:  # fmt: skip
     """Tags ncuflow never reads, keys that YAML turns into booleans, nulls or numbers, and

@@ -1,13 +1,15 @@
-"""Processes a stage starts (its measuring worker, ncu and the worker ncu profiles) die
-with it, however it ends.
+"""Processes a stage starts (its measuring worker, ncu) die with it, however it ends.
 
 Each child starts in its own process group (so that a hung one is killed with everything
 it started) and is stopped with its group when the stage exits, is interrupted (Ctrl-C)
 or terminated (SIGTERM, SIGHUP: what Snakemake sends a job it cancels). A stage killed
-outright (SIGKILL) runs no code at all: there the kernel sends its children SIGKILL
-(Linux's parent-death signal, which each worker also sets on itself, so that the process
-ncu profiles dies with ncu). The files a stage holds locked (its GPU's slot) are passed to
-its children, so that the lock is held until the last of them is gone.
+outright (SIGKILL) runs no code at all: there the kernel sends the child SIGKILL (Linux's
+parent-death signal). The child is started through this file
+(``python children.py PARENT COMMAND...``), which sets that signal, checks that its
+parent is still the stage, then becomes the command (the signal stays set across exec):
+nothing runs between fork and exec in the stage, which has threads of CUDA's. The files a
+stage holds locked (its GPU's slot) are passed to its children, so that the lock is held
+until the last of them is gone.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _children: list[subprocess.Popen] = []
 _inherited: list[int] = []  # descriptors every child keeps open (the GPU slot's lock)
 
@@ -40,8 +43,7 @@ def die_with_parent() -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):  # no prctl here: the stage's own clean-up remains
         return
 
@@ -59,16 +61,17 @@ def close_kept(descriptor: int) -> None:
 
 def spawn(command: Sequence[str], **options: Any) -> subprocess.Popen:
     """Start a child in its own process group that dies with this process."""
-    proc = subprocess.Popen(command, start_new_session=True, preexec_fn=die_with_parent,
+    launcher = [sys.executable, __file__, str(os.getpid())]  # stdlib only: runs as a script
+    proc = subprocess.Popen([*launcher, *command], start_new_session=True,
                             pass_fds=tuple(_inherited), **options)  # fmt: skip
     _children.append(proc)
     return proc
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """Kill a child with its whole process group, and reap it."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):  # gone between the two calls
+    """Kill a child with its whole process group (what it started too), and reap it."""
+    if proc.returncode is None:  # not reaped yet: its process group is still its own
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     if proc in _children:
@@ -76,7 +79,9 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def stop_all() -> None:
-    """Kill every child still running (on the way out)."""
+    """Kill every child still running (on the way out; a second Ctrl-C cannot cut it)."""
+    for signum in _SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     for proc in list(_children):
         stop(proc)
 
@@ -88,6 +93,13 @@ def _interrupted(signum: int, frame: Any) -> None:
 def stop_on_signals() -> None:
     """From now on SIGINT, SIGTERM and SIGHUP raise Interrupted (the stage says what it
     kept and stops its children on the way out), and every exit stops the children."""
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for signum in _SIGNALS:
         signal.signal(signum, _interrupted)
     atexit.register(stop_all)
+
+
+if __name__ == "__main__":  # spawn's launcher: python children.py PARENT COMMAND...
+    die_with_parent()
+    if os.getppid() != int(sys.argv[1]):  # the stage died before the signal was set
+        sys.exit(1)
+    os.execvp(sys.argv[2], sys.argv[2:])

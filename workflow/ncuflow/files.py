@@ -119,6 +119,9 @@ def duplicate_keys(text: str, source: str) -> None:
             for key_node, value_node in node.value:
                 key = key_node.value
                 line = key_node.start_mark.line + 1
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise ConfigError(key_path(path), f"a key at line {line} of {source} is a "
+                                      "list or mapping; a key must be a name")  # fmt: skip
                 if key_node.tag != "tag:yaml.org,2002:str" and key != "<<":
                     read_as = yaml.SafeLoader(key or "~").get_single_data()
                     raise ConfigError(

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..children import die_with_parent
 from ..gpu import cuda_errors, cupy, measured_on
 from ..plan import ConfigRow, Plan, Record, Timing
 from ..spec import Family, Variant, load_variant
@@ -155,5 +154,4 @@ def measure_worker(plan_path: Path, journal_path: Path) -> int:
 
 
 if __name__ == "__main__":  # measure.stage starts it: python -m ncuflow.measure.worker PLAN JOURNAL
-    die_with_parent()
     sys.exit(measure_worker(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..children import die_with_parent
 from ..gpu import cupy
 from ..measure.build import build_launcher
 from ..measure.problem import by_size, inputs_seed, problem_for
@@ -52,5 +51,4 @@ def profile_worker(plan_path: Path, measure_path: Path, only: Sequence[str]) -> 
 
 
 if __name__ == "__main__":  # ncu runs it: python -m ncuflow.profile.worker PLAN MEASURE [ID ...]
-    die_with_parent()  # and dies with ncu
     sys.exit(profile_worker(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]))
