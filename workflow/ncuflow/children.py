@@ -3,13 +3,15 @@
 Each child starts in its own process group (so that a hung one is killed with everything
 it started) and is stopped with its group when the stage exits, is interrupted (Ctrl-C)
 or terminated (SIGTERM, SIGHUP: what Snakemake sends a job it cancels). A stage killed
-outright (SIGKILL) runs no code at all: there the kernel sends the child SIGKILL (Linux's
-parent-death signal). The child is started through this file
-(``python children.py PARENT COMMAND...``), which sets that signal, checks that its
-parent is still the stage, then becomes the command (the signal stays set across exec):
-nothing runs between fork and exec in the stage, which has threads of CUDA's. The files a
-stage holds locked (its GPU's slot) are passed to its children, so that the lock is held
-until the last of them is gone.
+outright (SIGKILL) runs no code at all: there Linux's parent-death signal stands in. Each
+child is started through this file (``python children.py PARENT COMMAND...``), a small
+supervisor that asks for SIGTERM when the stage dies, checks that its parent is still the
+stage, then runs the command in its own process group and waits: on that signal it kills
+the whole group. The group, not the command alone: ncu's launcher starts ncu, which
+starts the profiled process, and neither would follow a signal sent to the launcher. The
+stage forks nothing but this script (it has threads of CUDA's). The files a stage holds
+locked (its GPU's slot) are passed down, so that the lock is held until the last of them
+is gone.
 """
 
 from __future__ import annotations
@@ -37,13 +39,13 @@ class Interrupted(Exception):
         super().__init__(signal.Signals(signum).name)
 
 
-def die_with_parent() -> None:
-    """Have the kernel kill this process (SIGKILL) when its parent dies (Linux; elsewhere
+def die_with_parent(signum: int) -> None:
+    """Have the kernel send this process ``signum`` when its parent dies (Linux; elsewhere
     nothing)."""
     if not sys.platform.startswith("linux"):
         return
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
     except (OSError, AttributeError):  # no prctl here: the stage's own clean-up remains
         return
 
@@ -98,8 +100,24 @@ def stop_on_signals() -> None:
     atexit.register(stop_all)
 
 
+def _kill_group(signum: int, frame: Any) -> None:
+    os.killpg(0, signal.SIGKILL)  # this supervisor and everything in its group
+
+
+def supervise(parent: int, command: Sequence[str]) -> int:
+    """Run ``command`` in this process's group until it ends, killing the group when the
+    stage (``parent``) dies; its exit status, or -N where signal N ended it."""
+    signal.signal(signal.SIGTERM, _kill_group)
+    die_with_parent(signal.SIGTERM)
+    if os.getppid() != parent:  # the stage died before the signal was set
+        return 1
+    # close_fds off: this process holds only what the stage passed (the GPU slot's lock)
+    return subprocess.Popen(command, close_fds=False).wait()
+
+
 if __name__ == "__main__":  # spawn's launcher: python children.py PARENT COMMAND...
-    die_with_parent()
-    if os.getppid() != int(sys.argv[1]):  # the stage died before the signal was set
-        sys.exit(1)
-    os.execvp(sys.argv[2], sys.argv[2:])
+    status = supervise(int(sys.argv[1]), sys.argv[2:])
+    if status < 0:  # ended by a signal: end by the same one, as the stage would see it
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+    sys.exit(status)

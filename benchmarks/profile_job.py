@@ -1,0 +1,120 @@
+"""Benchmark (GPU): where one variant's measure and profile jobs spend their time.
+
+Takes one variant of the default study at the default study's four sizes (naive unless
+named: ``python benchmarks/profile_job.py stmo``) and times, one after the other on this
+GPU: the measure stage; ``ncu --query-metrics``; the profile worker alone with no
+configuration (Python, CuPy and the CUDA context) and with all of them (inputs,
+compilation, launches); ncu over the worker with no configuration (ncu's own start and
+end) and over all of them with the sweep's sections and with the explain tier's; reading
+a report, exporting its CSV, reading its rule results and its source lines; and the whole
+profile stage; then each of the explain tier's sections alone beside the sweep's. Prints
+one line per step, with the replay passes of each ncu process. Run from the repository
+root on a machine with a GPU and ncu:
+
+    PYTHONPATH=workflow python benchmarks/profile_job.py [VARIANT]
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
+
+from ncuflow.measure.stage import measure_stage
+from ncuflow.metrics import required_metrics
+from ncuflow.ncu import NcuSettings, available_metrics, export_csv, find_ncu, ncu_command, run_ncu
+from ncuflow.profile.explain import read_findings, read_source_lines
+from ncuflow.profile.long_table import read_report
+from ncuflow.profile.stage import profile_stage
+from ncuflow.profile.worker import worker_command
+from ncuflow.study.config import load_study
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTHING = "no_such_configuration"  # a worker told to profile only this launches nothing
+
+
+def quiet(line: str) -> None:
+    """The stages' log lines are not wanted here: only the times are."""
+
+
+def timed(what: str, step: Callable[[], Any]) -> Any:
+    started = time.perf_counter()
+    result = step()
+    print(f"{what:<58} {time.perf_counter() - started:7.2f} s", flush=True)
+    return result
+
+
+def main(variant: str) -> int:
+    default = yaml.safe_load((ROOT / "config.yaml").read_text())
+    ladder = default["experiments"]["matmul_ladder"]
+    one = {**ladder, "variants": {variant: ladder["variants"][variant]}}
+    config = {"experiments": {"job": one}}
+    study = load_study(config, root=ROOT)
+    settings = NcuSettings.from_config(study.config["ncu"])
+    ncu = find_ncu(settings.path)
+    explain = tuple(dict.fromkeys([*settings.sections, *settings.explain_sections]))
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        plan, measure = work / "plan.json", work / "measure.json"
+        plan.write_text(study.plan("job", variant).to_json())
+        ids = [r.config_id for r in study.experiments["job"].rows(variant)]
+        print(f"{variant}: {len(ids)} configurations")
+        timed("measure stage (worker: inputs, build, check, time)",
+              lambda: measure_stage(plan, measure, quiet))  # fmt: skip
+        metrics = timed(
+            "the metrics this GPU has (ncu --query-metrics)",
+            lambda: available_metrics(ncu, required_metrics(), quiet),
+        )
+        for name, only in (("no configuration", [NOTHING]), ("every configuration", ids)):
+            timed(
+                f"profile worker without ncu, {name}",
+                lambda only=only: subprocess.run(worker_command(plan, measure, only), check=True),
+            )
+        for name, sections, only in (
+            ("no configuration", settings.sections, [NOTHING]),
+            ("the sweep's sections, every configuration", settings.sections, ids),
+            ("the explain tier's sections, every configuration", explain, ids),
+        ):
+            base = work / ("explain" if sections == explain else "sweep")
+            timed(
+                f"ncu over the worker, {name}",
+                lambda b=base, s=sections, o=only: _ncu(ncu, b, s, metrics, plan, measure, o),
+            )
+        for section in settings.explain_sections:  # what each of the explain tier's costs
+            with_it = (*settings.sections, section)
+            timed(
+                f"ncu, the sweep's sections and {section}",
+                lambda s=with_it: _ncu(ncu, work / "one", s, metrics, plan, measure, ids),
+            )
+        report = work / "explain.ncu-rep"
+        timed("read the explain report's values", lambda: read_report(report))
+        timed("export its raw CSV (ncu --import)", lambda: export_csv(ncu, report, work / "x.csv"))
+        timed("read its rule results", lambda: read_findings(report, "explain"))
+        own = ROOT / "kernels" / "matmul" / f"{variant}.cu"
+        timed("read its source lines", lambda: read_source_lines(report, own, ROOT / "kernels"))
+        timed("the profile stage (explain tier: every configuration)",
+              lambda: profile_stage(plan, measure, work / "long.parquet", work / "raw.csv",
+                                    settings, quiet))  # fmt: skip
+    return 0
+
+
+def _ncu(ncu: str, base: Path, sections: tuple[str, ...], metrics: list[str], plan: Path,
+         measure: Path, only: list[str]) -> None:  # fmt: skip
+    """One ncu process; prints the replay passes it needed per kernel."""
+    command = ncu_command(ncu, base, sections, "none", metrics, worker_command(plan, measure, only))
+    lines: list[str] = []
+    run_ncu(command, lines.append)
+    passes = [line.rsplit("- ", 1)[1] for line in lines if line.endswith("passes")]
+    print(f"  ({', '.join(dict.fromkeys(passes)) or 'no kernel'})", end=" ")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "naive"))
