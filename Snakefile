@@ -16,17 +16,25 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 
+from ncuflow.runlock import claim_folder
 from ncuflow.runlog import finish_run, process_started
-from ncuflow.vocab import RUN_LOG_ENV
+from ncuflow.vocab import RUN_LOCK_ENV, RUN_LOG_ENV
 
-# When this run began, and where its stages append their wall times (results/run.json)
+# When this run began, and where its stages append their wall times (results/run.json);
+# the file every process of this run holds while it lives (a killed run's lock is removed
+# by the next one only where none of them is left: ncuflow.runlock)
 STARTED = process_started()
 if workflow.is_main_process:
     _runs = Path(".snakemake/ncuflow/runs").resolve()
     _runs.mkdir(parents=True, exist_ok=True)
     os.environ[RUN_LOG_ENV] = str(_runs / f"{STARTED:.3f}.jsonl")
+    os.environ[RUN_LOCK_ENV] = str(_runs.parent / "run.lock")
+    _said = claim_folder(Path(os.environ[RUN_LOCK_ENV]), Path(".snakemake/locks"))
+    if _said:
+        print(_said, file=sys.stderr)
 else:
     os.environ.setdefault(RUN_LOG_ENV, "")
+    os.environ.setdefault(RUN_LOCK_ENV, "")
 
 
 # set just above, for the stages' own processes; declared, so that a job that runs elsewhere
@@ -34,6 +42,7 @@ else:
 envvars:
     "PYTHONPATH",
     RUN_LOG_ENV,
+    RUN_LOCK_ENV,
 
 
 from ncuflow.capture.folder import capture_dir
@@ -41,7 +50,7 @@ from ncuflow.cli import command_line
 from ncuflow.console import quiet_scheduler
 from ncuflow.device.mode import mode_line
 from ncuflow.errors import NcuflowError
-from ncuflow.files import read_config, write_if_changed
+from ncuflow.files import local_path, read_config, write_if_changed
 from ncuflow.study.config import coerce_overrides, load_study
 from ncuflow.vocab import NCU_LONG, PROFILE_ERRORS, PROFILE_EXTRAS, STANDARD_FIGURES
 
@@ -73,7 +82,7 @@ except NcuflowError as exc:
 # (mode: auto), so the DAG is the same everywhere; every word of a stage's command line is
 # quoted (ncuflow.cli.command_line): no value of the config is shell syntax.
 MODE_ARGS = ["--mode", config["mode"], "--ncu", config["ncu"]["path"]]
-MODE_ARGS += ["--capture", str(CAPTURE)]
+MODE_ARGS += ["--capture", str(local_path(CAPTURE))]
 # What ncu is asked for: the profile stage's settings, which a replay's collect compares
 # with those the capture recorded.
 NCU_ARGS = ["--clock-control", config["ncu"]["clock_control"]]

@@ -349,3 +349,17 @@ def test_the_layer_and_transfer_studies_replay_their_gpu_tables(
     if study == "transfer":
         assert not table["profiled"].any()
         assert "not profiled" in (results / "roofline.svg").read_text()
+
+
+def test_a_moved_or_copied_project_reruns_nothing(workflow_copy: Path, tmp_path: Path) -> None:
+    """Plans, command lines and the capture's path are relative to the working folder: a
+    project copied elsewhere with its results (times kept) has nothing to do."""
+    args = ("--cores", "2", "--configfile", "experiments/transpose.yaml", "--config",
+            "mode=replay")  # fmt: skip
+    proc = snakemake(workflow_copy, *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    moved = tmp_path / "elsewhere" / "project"
+    shutil.copytree(workflow_copy, moved, symlinks=True)  # copy2: modification times kept
+    proc = snakemake(moved, "--dry-run", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]

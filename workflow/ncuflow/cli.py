@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from .children import Interrupted, stop_on_signals
 from .errors import NcuflowError
-from .files import atomic_write, read_json
+from .files import atomic_write, local_path, read_json
 from .ncu import NcuSettings
 from .plan import Plan
+from .runlock import hold_for_run
 from .runlog import record_stage
 from .vocab import VERSION
 
@@ -192,8 +193,6 @@ def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     log(f"saved capture {args.name} in {folder}")
 
 
-# After any interruption (docs/troubleshooting.md, "After an interruption").
-RECOVERY = "snakemake --unlock first if no other run uses this folder"
 Subparsers = Any  # argparse's _SubParsersAction, which it does not export
 
 
@@ -313,7 +312,9 @@ def command_line(name: str, *args: object) -> str:
     """A stage's command line for a Snakemake rule's shell: every word quoted
     (shlex.quote), so that a value from a config is one argument whatever it holds, never
     shell syntax. Lists among ``args`` are spread."""
-    words = [sys.executable, "-m", "ncuflow", name, *_flat(args)]
+    python = local_path(sys.executable)  # ./ keeps a relative one from PATH's search
+    words = [str(python) if python.is_absolute() else f"./{python}", "-m", "ncuflow", name,
+             *_flat(args)]  # fmt: skip
     return " ".join(shlex.quote(word) for word in words)
 
 
@@ -322,12 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     log = _logger(args.log)
     started, ok = time.perf_counter(), False
     try:
+        hold_for_run()  # while this stage lives, a new run leaves the folder's lock alone
         stop_on_signals()  # Ctrl-C, or Snakemake cancelling the job: no child outlives it
         args.run(args, log)
         ok = True
     except Interrupted as exc:  # one line: what is kept, what to type
         line = (f"ncuflow: {args.stage} stopped by {exc}; what it measured and profiled is "
-                f"kept: run the same snakemake command again to go on ({RECOVERY})")  # fmt: skip
+                "kept: run the same snakemake command again to go on")  # fmt: skip
         log(line)
         print(line, file=sys.stderr)
         return 130

@@ -26,6 +26,14 @@ def read_text(path: Path) -> str:
                            "save the file as UTF-8") from None  # fmt: skip
 
 
+def local_path(path: Path | str) -> Path:
+    """``path`` relative to the working folder where it lies inside it, else absolute: what
+    plans and command lines hold, so that a project moved or copied with its results keeps
+    them and Snakemake reruns nothing."""
+    absolute, here = Path(path).absolute(), Path.cwd()
+    return absolute.relative_to(here) if absolute.is_relative_to(here) else absolute
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write a file so that no reader ever sees it half-written: a temporary file beside
     it, flushed to disk, then renamed over it."""

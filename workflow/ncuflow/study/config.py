@@ -18,7 +18,7 @@ import yaml
 
 from .. import schema
 from ..errors import ConfigError, NcuflowError, SpecError
-from ..files import atomic_write
+from ..files import atomic_write, local_path
 from ..ncu import NcuSettings
 from ..plan import ConfigRow, Plan, Timing, VariantPlan
 from ..spec import Family, available_families, load_family, scalar_value
@@ -358,7 +358,7 @@ def load_study(
     check_sections(config["ncu"]["explain_sections"], config["ncu"]["path"], "ncu.explain_sections")
     check_grid(config)
     named = config["kernels_dir"]
-    kernels_dir = (Path(root) / named if named else Path(bundled)).resolve()
+    kernels_dir = local_path((Path(root) / named if named else Path(bundled)).resolve())
     if not kernels_dir.is_dir():
         raise ConfigError("kernels_dir", f"{named or kernels_dir} is not a folder ({kernels_dir})")
     limits = DeviceLimits.from_config(config["device_limits"])

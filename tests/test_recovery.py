@@ -1,0 +1,110 @@
+"""One command recovers from any interruption: the default study's replay, stopped again
+and again across its stages (every process killed outright, or Ctrl-C), each time
+followed by the same command, ends with the tables of a run that was never stopped."""
+
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from conftest import measured_numbers, replayed
+
+COMMAND = [sys.executable, "-m", "snakemake", "--cores", "2", "--config", "mode=replay"]
+STEPS = re.compile(r"^\d+ of \d+ steps")
+# how each interruption comes, to the whole process group: a kill -9 of everything, and the
+# terminal's Ctrl-C
+WAYS = [signal.SIGKILL, signal.SIGINT]
+
+
+def _running_rules(folder: Path) -> set[str]:
+    """The rules of the jobs the newest Snakemake log shows started and not finished."""
+    log = max((folder / ".snakemake" / "log").glob("*.log"), key=lambda p: p.stat().st_mtime)
+    text = log.read_text()
+    started = {jobid: rule for rule, jobid in re.findall(
+        r"rule (\w+):\n(?:.*\n)*?\s+jobid: (\d+)", text)}  # fmt: skip
+    finished = set(re.findall(r"Finished jobid: (\d+)", text))
+    return {rule for jobid, rule in started.items() if jobid not in finished}
+
+
+def _run(folder: Path, stop_after: int | None, signum: int, delay_s: float
+         ) -> tuple[int, str, set[str]]:  # fmt: skip
+    """The command, stopped ``delay_s`` after its ``stop_after``-th finished step (None:
+    never); (its exit status, what it printed, the rules it was running when stopped)."""
+    proc = subprocess.Popen(COMMAND, cwd=folder, stdout=subprocess.PIPE, text=True,
+                            stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    printed, steps, running = [], 0, set()
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        printed.append(line)
+        steps += bool(STEPS.match(line))
+        if stop_after is not None and steps >= stop_after:
+            time.sleep(delay_s)
+            running = _running_rules(folder)
+            os.killpg(proc.pid, signum)
+            break
+    out, _ = proc.communicate(timeout=300)
+    if stop_after is not None and signum == signal.SIGKILL:
+        time.sleep(0.5)  # what the kill left of the group dies with its stages
+    return proc.returncode, "".join(printed) + out, running
+
+
+def test_the_same_command_goes_on_after_every_interruption(workflow_copy: Path) -> None:
+    rng = random.Random(27)
+    stops, rules, last = 0, set(), ""
+    for round_ in range(40):
+        code, printed, running = _run(workflow_copy, rng.randint(2, 6), WAYS[round_ % 2],
+                                      rng.choice([0.0, 0.2, 0.5]))  # fmt: skip
+        assert "cannot be locked" not in printed and "Traceback" not in printed, printed[-3000:]
+        last = printed
+        if code == 0 and not running:  # it ended before the stop came
+            break
+        stops, rules = stops + 1, rules | running
+    else:
+        raise AssertionError(f"never finished:\n{last[-3000:]}")
+    code, printed, _ = _run(workflow_copy, None, WAYS[0], 0.0)
+    assert code == 0 and "Nothing to be done" in printed, printed[-3000:]
+    assert stops >= 10, f"only {stops} interruptions"
+    assert {"measure", "profile"} <= rules and len(rules) >= 3, rules
+    for name, expected in replayed("h100-sxm").items():
+        table = pd.read_parquet(workflow_copy / "results" / name / "table.parquet")
+        assert table["status"].tolist() == expected["status"].tolist()
+        numeric = measured_numbers(expected)
+        pd.testing.assert_frame_equal(table[numeric], expected[numeric], check_exact=True)
+
+
+def _claim(lock: Path, locks: Path) -> str:
+    """What a new run's main process says of the folder (ncuflow.runlock.claim_folder)."""
+    code = ("import sys; from pathlib import Path; from ncuflow.runlock import claim_folder; "
+            "print(claim_folder(Path(sys.argv[1]), Path(sys.argv[2])))")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "workflow")}
+    return subprocess.run([sys.executable, "-c", code, str(lock), str(locks)], env=env,
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+
+
+def test_a_killed_runs_lock_goes_only_where_no_process_of_a_run_lives(tmp_path: Path) -> None:
+    lock, locks = tmp_path / ".snakemake" / "ncuflow" / "run.lock", tmp_path / "locks"
+    locks.mkdir()
+    (locks / "0.output.lock").write_text("results/x\n")
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen(  # a stage of a run still alive
+        [sys.executable, "-c", "import fcntl, os, sys, time; lock = os.open(sys.argv[1], "
+         "os.O_RDWR | os.O_CREAT); fcntl.flock(lock, fcntl.LOCK_SH); print(1, flush=True); "
+         "time.sleep(60)", str(lock)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "1"
+        said = _claim(lock, locks)
+        assert "another run is still working in this folder" in said and "--unlock" in said
+        assert (locks / "0.output.lock").is_file()
+    finally:
+        holder.kill()
+        holder.wait()
+    said = _claim(lock, locks)  # nothing of it is alive now
+    assert said.startswith("ncuflow: the lock an interrupted run left on this folder was removed")
+    assert not any(locks.iterdir())
+    assert _claim(lock, locks) == ""  # nothing to say where there is no lock
