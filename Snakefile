@@ -16,6 +16,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 
+from ncuflow.files import remove_cut_short
 from ncuflow.runlock import claim_folder
 from ncuflow.runlog import finish_run, process_started
 from ncuflow.vocab import RUN_LOCK_ENV, RUN_LOG_ENV
@@ -32,6 +33,12 @@ if workflow.is_main_process:
     _said = claim_folder(Path(os.environ[RUN_LOCK_ENV]), Path(".snakemake/locks"))
     if _said:
         print(_said, file=sys.stderr)
+    # a job's file cut short (a full disk, a copy stopped half-way): made again in this run
+    for _path in remove_cut_short(Path(".")):
+        print(
+            f"ncuflow: {_path} was cut short: removed, its job runs again",
+            file=sys.stderr,
+        )
 else:
     os.environ.setdefault(RUN_LOG_ENV, "")
     os.environ.setdefault(RUN_LOCK_ENV, "")

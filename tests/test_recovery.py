@@ -108,3 +108,49 @@ def test_a_killed_runs_lock_goes_only_where_no_process_of_a_run_lives(tmp_path: 
     assert said.startswith("ncuflow: the lock an interrupted run left on this folder was removed")
     assert not any(locks.iterdir())
     assert _claim(lock, locks) == ""  # nothing to say where there is no lock
+
+
+def test_a_job_file_cut_short_is_made_again_by_the_same_command(workflow_copy: Path) -> None:
+    """A record file and a table cut half-way (a full disk, a copy stopped): the next run
+    names them, removes them and runs their jobs again, to the same table."""
+    args = ["--cores", "2", "--configfile", "experiments/transpose.yaml", "--config",
+            "mode=replay"]  # fmt: skip
+    run = [sys.executable, "-m", "snakemake", *args]
+    assert subprocess.run(run, cwd=workflow_copy, capture_output=True).returncode == 0
+    results = workflow_copy / "results" / "transpose"
+    before = pd.read_parquet(results / "table.parquet")
+    part = next(results.glob("*/p0"))
+    cut = [part / "measure.json", part / "metrics.parquet"]
+    for path in cut:
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    proc = subprocess.run(run, cwd=workflow_copy, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for path in cut:
+        relative = path.relative_to(workflow_copy)
+        assert f"ncuflow: {relative} was cut short: removed, its job runs again" in proc.stderr
+    after = pd.read_parquet(results / "table.parquet")
+    numeric = measured_numbers(before)
+    pd.testing.assert_frame_equal(after[numeric], before[numeric], check_exact=True)
+
+
+def test_only_job_files_cut_short_are_removed(tmp_path: Path) -> None:
+    from ncuflow.files import remove_cut_short
+
+    part = tmp_path / "results" / "e" / "v" / "p0"
+    (part / "profile_chunks").mkdir(parents=True)
+    pd.DataFrame({"a": [1.0]}).to_parquet(part / "metrics.parquet")
+    whole = (part / "metrics.parquet").read_bytes()
+    (part / "ncu_long.parquet").write_bytes(whole[:-3])
+    (part / "measure.json").write_text('{"a": {"status": "ok"}}\n')
+    (part / "plan.json").write_text('{"a": {"stat')
+    (part / "profile_chunks" / "chunk_000.json").write_text('{"key"')  # the stage's own
+    (tmp_path / "results" / "e" / "table.parquet").write_bytes(b"PAR1")
+    removed = remove_cut_short(tmp_path)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in removed) == [
+        "results/e/table.parquet",
+        "results/e/v/p0/ncu_long.parquet",
+        "results/e/v/p0/plan.json",
+    ]
+    assert (part / "metrics.parquet").is_file() and (part / "measure.json").is_file()
+    assert (part / "profile_chunks" / "chunk_000.json").is_file()

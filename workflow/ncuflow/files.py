@@ -90,6 +90,37 @@ def read_parquet(path: Path, fix: str = RERUN) -> Any:
                            f"or edited: {fix}") from None  # fmt: skip
 
 
+# The files of a run's jobs (Snakemake's outputs, never profile_chunks/, whose markers
+# decide what is redone), relative to the working folder.
+JOB_FILES = ("results/*.json", "results/*/*.json", "results/*/*.parquet",
+             "results/*/*/p*/*.json", "results/*/*/p*/*.parquet")  # fmt: skip
+
+
+def cut_short(path: Path) -> bool:
+    """Whether a JSON or Parquet file ends where no complete one would: JSON not closed by
+    its last bracket, Parquet without its closing magic bytes (a crash, a full disk, or a
+    copy stopped half-way: ncuflow itself writes every such file whole, atomic_write)."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        handle.seek(max(0, size - 64))
+        tail = handle.read().rstrip()
+    if path.suffix == ".parquet":
+        return size < 12 or not tail.endswith(b"PAR1")
+    return not tail.endswith((b"}", b"]"))
+
+
+def remove_cut_short(folder: Path) -> list[Path]:
+    """Remove the job files under ``folder`` that were cut short, so that Snakemake makes
+    them again in this run; the paths removed."""
+    removed = []
+    for pattern in JOB_FILES:
+        for path in sorted(folder.glob(pattern)):
+            if path.is_file() and cut_short(path):
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
 def write_json(path: Path, data: Any, sort_keys: bool = True) -> None:
     """``data`` as indented JSON with a final newline, written atomically."""
     atomic_write(path, json.dumps(data, indent=1, sort_keys=sort_keys) + "\n")
