@@ -203,6 +203,24 @@ def _expanded(root: Any) -> int:
     return counts[id(root)]
 
 
+def _only_plain(value: Any, where: list, path: Path) -> None:
+    """Refuse what YAML's own tags make of a value (!!set, !!binary, a date or time): a
+    config holds mappings, lists, text, numbers, booleans and nulls only."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _only_plain(item, [*where, key], path)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _only_plain(item, [*where, index], path)
+    elif value is not None and not isinstance(value, str | int | float):
+        raise ConfigError(
+            key_path(where),
+            f"{path}: YAML reads this value as a {type(value).__name__} (a tag such as "
+            "!!set or !!binary, or a date); expected text, a number, a list or a mapping: "
+            "quote it",
+        )
+
+
 def read_config(path: Path) -> dict[str, Any]:
     """A config file, refused with one message if it writes a key twice, a key that is not
     a name, too many values through aliases, or a YAML tag other than the plain ones."""
@@ -214,4 +232,12 @@ def read_config(path: Path) -> dict[str, Any]:
         raise ConfigError("(top level)", f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError("(top level)", f"{path} holds no mapping of keys")
+    _only_plain(data, [], path)
+    if "__use_yte__" in data:  # Snakemake has run the file's templates before ncuflow reads it
+        raise ConfigError(
+            "__use_yte__",
+            f"{path} asks Snakemake to evaluate it as a YTE template (Python expressions, "
+            "already run by Snakemake when this is read); ncuflow takes plain YAML only: "
+            "remove the key and write the values themselves",
+        )
     return data
