@@ -106,6 +106,8 @@ if workflow.is_main_process:  # not again in the processes that run jobs
     except NcuflowError as exc:
         sys.exit(f"ncuflow: {exc}")
     quiet_scheduler()
+# --cores, or None (a cluster run without it: workflow.cores would stop the run)
+CORES = workflow.resource_settings.cores
 START_S = time.time() - STARTED  # Snakemake's start and the study's planning
 
 

@@ -77,6 +77,7 @@ def finish_run(workflow: Any, mode: str, started: float, start_s: float, ok: boo
     """results/run.json of the Snakemake run ``workflow`` (its cores and gpu slots), from
     the Snakefile's onsuccess or onerror."""
     gpus = workflow.global_resources.get("gpu")
+    cores = workflow.resource_settings.cores  # None on a cluster run without --cores
     return write_run(Path("results") / RUN, Path(os.environ[RUN_LOG_ENV]), started, start_s,
-                     cores=workflow.cores, gpus=getattr(gpus, "value", gpus), mode=mode,
+                     cores=cores, gpus=getattr(gpus, "value", gpus), mode=mode,
                      ok=ok)  # fmt: skip

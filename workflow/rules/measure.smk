@@ -6,7 +6,8 @@
 # (through the family fingerprint) changes the name, so Snakemake measures and profiles
 # again. The job expands its own part into plan.json, beside its records and the facts of
 # the GPU it ran on (device.json). A variant timed by the host's clock holds every core, so
-# that nothing runs beside it. The longest jobs go first (priority: expected GPU seconds).
+# that nothing runs beside it (on a cluster run without --cores, every core of this machine).
+# The longest jobs go first (priority: expected GPU seconds).
 
 
 rule measure:
@@ -19,7 +20,7 @@ rule measure:
     log:
         "results/{experiment}/{variant}/{part}/logs/measure.log",
     priority: lambda wc: STUDY.priority(wc.experiment, wc.variant, wc.part)
-    threads: lambda wc: STUDY.threads(wc.experiment, wc.variant, workflow.cores)
+    threads: lambda wc: STUDY.threads(wc.experiment, wc.variant, CORES)
     resources:
         gpu=lambda wc: STUDY.gpus(wc.experiment, wc.variant),
     params:
