@@ -2,6 +2,7 @@
 and again across its stages (every process killed outright, or Ctrl-C), each time
 followed by the same command, ends with the tables of a run that was never stopped."""
 
+import json
 import os
 import random
 import re
@@ -154,3 +155,74 @@ def test_only_job_files_cut_short_are_removed(tmp_path: Path) -> None:
     ]
     assert (part / "metrics.parquet").is_file() and (part / "measure.json").is_file()
     assert (part / "profile_chunks" / "chunk_000.json").is_file()
+
+
+# A stand-in for the GPU's measuring worker: each configuration takes a moment, and the
+# record it makes depends on the configuration only (as a fixed seed's would).
+SLOW_WORKER = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {workflow!r})
+from ncuflow.measure import journal
+from ncuflow.plan import Plan, Record
+plan, path = Plan.load(Path(sys.argv[1])), Path(sys.argv[2])
+done, _ = journal.read(path)
+for row in plan.pending:
+    if row.config_id not in done:
+        journal.started(path, row.config_id)
+        time.sleep(0.15)
+        record = Record("ok", rel_error=0.0, time_ms=float(len(row.config_id)),
+                        fingerprint=plan.fingerprint(row))
+        journal.finished(path, row.config_id, record)
+"""
+STAGE = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {workflow!r})
+from ncuflow.children import stop_on_signals
+from ncuflow.measure.stage import measure_stage
+stop_on_signals()
+measure_stage(Path(sys.argv[1]), Path(sys.argv[2]), lambda line: None,
+              worker=[sys.executable, sys.argv[3]])
+"""
+
+
+def test_a_measure_stage_killed_ten_times_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    """The measure stage over simulated GPU workers, killed outright at ten moments and
+    started again each time: no worker outlives a kill, and the records in the end are
+    those of a run never stopped (none lost, none twice)."""
+    from conftest import minimal_config
+    from ncuflow.study.config import load_study
+
+    workflow = str(Path(__file__).parents[1] / "workflow")
+    worker, stage = tmp_path / "worker.py", tmp_path / "stage.py"
+    worker.write_text(SLOW_WORKER.format(workflow=workflow))
+    stage.write_text(STAGE.format(workflow=workflow))
+    config = minimal_config(sizes={"M": [64, 128, 256, 512, 1023], "N": "M", "K": "M"})
+    config["experiments"]["sq"]["variants"]["naive"]["params"]["BLOCK_Y"] = [4, 8]
+    plan = tmp_path / "plan.json"
+    plan.write_text(load_study(config).plan("sq", "naive").to_json())
+    command = [sys.executable, str(stage), str(plan)]
+
+    def run(out: Path) -> subprocess.Popen:
+        return subprocess.Popen([*command, str(out), str(worker)], stderr=subprocess.PIPE)
+
+    clean = tmp_path / "clean.json"
+    assert run(clean).wait(timeout=120) == 0
+    out = tmp_path / "measure.json"
+    journal = out.with_name(out.name + ".partial.jsonl")
+    rng, kills = random.Random(27), 0
+    while kills < 10:
+        proc = run(out)
+        time.sleep(rng.uniform(0.1, 0.5))
+        if proc.poll() is not None:
+            break
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        size = journal.stat().st_size if journal.is_file() else 0
+        time.sleep(0.4)  # a worker left alive would go on writing
+        assert (journal.stat().st_size if journal.is_file() else 0) == size, "a worker lived on"
+    assert kills == 10
+    assert run(out).wait(timeout=120) == 0
+    assert json.loads(out.read_text()) == json.loads(clean.read_text())
