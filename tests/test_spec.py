@@ -14,7 +14,22 @@ from ncuflow.spec import SpecError, load_family, storage_dtype
 @pytest.fixture
 def family_copy(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "kernels" / "matmul", tmp_path / "matmul")
+    shutil.copytree(ROOT / "kernels" / "common", tmp_path / "common")  # what the tiles include
     return tmp_path
+
+
+def test_a_family_copied_without_the_headers_it_includes_is_refused_with_the_line(
+    tmp_path: Path,
+) -> None:
+    """The matmul folder alone as kernels_dir: its tiles include ../common/, which is not
+    there; refused while planning, naming the file, the line and where the headers are."""
+    shutil.copytree(ROOT / "kernels" / "matmul", tmp_path / "matmul")
+    with pytest.raises(SpecError) as error:
+        load_family(tmp_path, "matmul")
+    text = str(error.value)
+    assert re.match(r'\S+/matmul/\w+\.cuh?:\d+: #include "\.\./common/\w+\.cuh" names no file',
+                    text), text  # fmt: skip
+    assert "the bundled families' shared headers are kernels/common/" in text
 
 
 def test_matmul_family_declares_its_variants() -> None:

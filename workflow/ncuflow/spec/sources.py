@@ -65,7 +65,8 @@ def _inside(path: Path, root: Path, where: str) -> None:
 def check_confined(path: Path, root: Path) -> None:
     """``path`` (a variant file, or the one it is like) and every file it includes lie
     inside ``root`` (kernels_dir), links followed; an include by absolute path, or by ``<>``
-    with ``..``, is refused too. Each refusal names the file and the line."""
+    with ``..``, is refused too, and so is a quoted include that names no file beside the
+    one that includes it. Each refusal names the file and the line."""
     root = root.resolve()
     _inside(path, root, str(path))
     pending, seen = [path], set()
@@ -83,7 +84,14 @@ def check_confined(path: Path, root: Path) -> None:
                                 "reaches outside the kernels folder; include files inside it "
                                 "by a relative path")  # fmt: skip
             target = current.parent / name
-            if kind == '"' and target.is_file():
+            if kind == '"':  # a file of the kernels folder, beside the file that includes it
+                if not target.is_file():
+                    raise SpecError(
+                        f'{where}: #include "{name}" names no file ({target} is missing); a '
+                        "quoted include is a file of the kernels folder, relative to the file "
+                        "that includes it: copy it in (the bundled families' shared headers "
+                        "are kernels/common/), or include a toolkit header with <...>"
+                    )
                 _inside(target, root, where)
                 pending.append(target.resolve())
 
