@@ -55,7 +55,8 @@ envvars:
 from ncuflow.capture.folder import capture_dir
 from ncuflow.cli import command_line
 from ncuflow.console import quiet_scheduler
-from ncuflow.device.mode import mode_line
+from ncuflow.capture.records import REPLAY_CHECKED, unreplayable
+from ncuflow.device.mode import mode_line, replays_here
 from ncuflow.errors import NcuflowError
 from ncuflow.files import local_path, read_config, write_if_changed
 from ncuflow.study.config import coerce_overrides, load_study
@@ -103,6 +104,12 @@ SOURCE = str(
 if workflow.is_main_process:  # not again in the processes that run jobs
     try:  # a capture's provenance that cannot be read: one line, no traceback
         print(mode_line(config, CAPTURE, STUDY.count()), file=sys.stderr)
+        # what a replay here would lack, named before any job starts (a study small
+        # enough to expand here; a larger one's jobs name it)
+        if replays_here(config) and STUDY.count()[1] <= REPLAY_CHECKED:
+            _lacking = unreplayable(CAPTURE, (STUDY.plan(*job) for job in STUDY.jobs()))
+            if _lacking:
+                raise NcuflowError(_lacking)
     except NcuflowError as exc:
         sys.exit(f"ncuflow: {exc}")
     quiet_scheduler()

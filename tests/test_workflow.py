@@ -201,18 +201,45 @@ def test_a_variant_split_into_jobs_replays_to_the_same_table(workflow_copy: Path
 
 
 def test_configuration_missing_from_the_capture_is_an_error_naming_it(workflow_copy: Path) -> None:
+    """Said while planning (a dry run too), before any job starts: what is missing, where
+    it was looked for, and the closest configurations the capture has."""
     _write_config(
         workflow_copy,
-        {"matmul_ladder": {"family": "matmul", "sizes": {"M": [1024, 512], "N": "M", "K": "M"},
-                           "variants": {"naive": {"params": {"BLOCK_X": [32], "BLOCK_Y": [16]}}}}},
+        {"mine": {"family": "matmul", "sizes": {"M": [1024, 512], "N": "M", "K": "M"},
+                  "variants": {"naive": {"params": {"BLOCK_X": [32], "BLOCK_Y": [16]}}}}},
         mode="replay",
     )  # fmt: skip
-    proc = snakemake(workflow_copy, "--cores", "1")
-    assert proc.returncode != 0
-    assert "has no timing record of configuration(s) BLOCK_X=32_BLOCK_Y=16_M=512_N=512_K=512 (" in (
-        proc.stderr
-    )
-    assert "Traceback" not in proc.stderr
+    for args in (["-n"], []):
+        proc = snakemake(workflow_copy, "--cores", "1", *args)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr
+        line = next(x for x in proc.stderr.splitlines() if "has no timing record" in x)
+        assert line.startswith(
+            "ncuflow: capture h100-sxm has no timing record of configuration(s) BLOCK_X=32_"
+            "BLOCK_Y=16_M=512_N=512_K=512 (experiments.mine.variants.naive; looked in "
+            "matmul_ladder/naive; closest it has: BLOCK_X=32_BLOCK_Y=16_M=1024_N=1024_K=1024"
+        ), line
+        assert "Job stats" not in proc.stdout + proc.stderr  # no job started
+    assert not (workflow_copy / "results").exists()
+
+
+def test_a_study_of_ones_own_replays_by_configuration(workflow_copy: Path) -> None:
+    """Named otherwise than the capture's experiment, over configurations it holds: each
+    is found by its variant and configuration, with the capture's own numbers."""
+    _write_config(
+        workflow_copy,
+        {"mini": {"family": "matmul", "sizes": {"M": [1024, 4096], "N": "M", "K": "M"},
+                  "variants": {"smem_tiled": {"params": {"TILE": [32]}}, "cublas_fp32": None}}},
+        mode="replay",
+    )  # fmt: skip
+    proc = snakemake(workflow_copy, "--cores", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = pd.read_parquet(workflow_copy / "results" / "mini" / "table.parquet")
+    gpu = pd.read_parquet(CAPTURES / "h100-sxm" / "matmul_ladder" / "table.parquet")
+    keys = ["variant", "config_id"]
+    both = table.merge(gpu, on=keys, suffixes=("", "_gpu"))
+    assert len(both) == len(table) == 4 and (table["status"] == "ok").all()
+    for column in ("time_ms", "dram_bytes", "flops_counted"):
+        assert (both[column] == both[f"{column}_gpu"]).all(), column
 
 
 def test_a_replay_measured_otherwise_says_so_in_its_last_lines(workflow_copy: Path) -> None:
@@ -294,7 +321,8 @@ def test_dry_run_of_2000_configurations(workflow_copy: Path) -> None:
         workflow_copy,
         yaml.safe_load((ROOT / "benchmarks" / "dry_run.yaml").read_text())["experiments"],
     )
-    proc = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
+    # gpu: a replay of configurations the capture lacks is refused while planning
+    proc = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=gpu")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2000 configurations" in proc.stderr
 
@@ -305,7 +333,8 @@ def test_the_workflow_runs_from_anywhere_with_kernels_outside_it(tmp_path: Path)
     (tmp_path / "cfg").mkdir()
     shutil.copytree(ROOT / "tests" / "data" / "kernels", tmp_path / "mykernels")
     gather = {"family": "gather", "sizes": {"n": 100, "m": 7}, "variants": {"numpy_gather": None}}
-    mine = {"mode": "replay", "kernels_dir": "../mykernels", "experiments": {"g": gather}}
+    # gpu: the dry run plans it here; no capture holds it for a replay to be planned
+    mine = {"mode": "gpu", "kernels_dir": "../mykernels", "experiments": {"g": gather}}
     (tmp_path / "cfg" / "mine.yaml").write_text(yaml.safe_dump(mine))
     ladder = {"mode": "replay", "experiments": {"matmul_ladder": {
         "family": "matmul", "sizes": {"M": 1024, "N": "M", "K": "M"},

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ..files import read_json
-from ..plan import Plan, Record
+from ..plan import ConfigRow, Plan, Record
 from ..vocab import PLAN, VERSION
 from .folder import info
+from .records import locate
 
 
 def _differences(prefix: str, captured: Any, here: Any) -> list[str]:
@@ -40,14 +41,20 @@ def capture_mismatches(
     meta = info(folder)
     settings = meta.get("settings") or {}
     ncu_found = _differences("ncu", settings["ncu"], ncu) if "ncu" in settings else []
-    plan_file = folder / plan.experiment / plan.variant / PLAN
-    old = Plan.from_json(read_json(plan_file), str(plan_file)) if plan_file.is_file() else None
-    old_rows = {r.config_id: r for r in old.configs} if old else {}
+    # each configuration against the plan of the folder its record came from
+    where, _ = locate(folder, plan, [row.config_id for row in plan.configs])
+    plans: dict[Path, tuple[Plan | None, dict[str, ConfigRow]]] = {}
+    for variant_folder in dict.fromkeys(where.values()):
+        plan_file = variant_folder / PLAN
+        kept = (Plan.from_json(read_json(plan_file), str(plan_file))
+                if plan_file.is_file() else None)  # fmt: skip
+        plans[variant_folder] = (kept, {r.config_id: r for r in kept.configs} if kept else {})
     found: dict[str, list[str]] = {c: list(ncu_found) for c in profiled if ncu_found}
     for row in plan.configs:
         cid, record = row.config_id, measured.get(row.config_id)
         if not record or record.fingerprint == plan.fingerprint(row):
             continue
+        old, old_rows = plans.get(where.get(cid, folder), (None, {}))
         if old is None:
             why = [f"measured with other settings or kernel sources than this config's "
                    f"(capture {folder.name}, {meta.get('date')}, keeps no plans)"]  # fmt: skip

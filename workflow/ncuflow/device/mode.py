@@ -35,6 +35,15 @@ def resolve_mode(requested: str, ncu_path: str) -> tuple[str, str]:
     return "gpu", f"{name}, ncu at {ncu}"
 
 
+def replays_here(config: dict[str, Any]) -> bool:
+    """Whether this machine's jobs would replay (mode replay, or auto without a GPU and ncu
+    here); mode gpu never does."""
+    try:
+        return resolve_mode(config["mode"], config["ncu"]["path"])[0] == "replay"
+    except NcuflowError:  # mode gpu on a machine without one: its jobs run elsewhere
+        return False
+
+
 def mode_line(config: dict[str, Any], capture: Path, counts: tuple[int, int]) -> str:
     """What a run prints first: what this machine would do with the mode (each job decides
     on the machine it runs on), where the numbers come from, and how many configurations."""
