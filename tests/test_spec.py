@@ -78,6 +78,13 @@ def _edit(path: Path, old: str, new: str) -> None:
     ("file", "old", "new", "message"),
     [
         ("smem_tiled.cu", "#define TILE 16", "#define TILE 8", "differs from the declared default"),
+        (
+            "smem_tiled.cu",
+            "grid: ceil_div(N, TILE), ceil_div(M, TILE)",
+            "grid: [ceil_div(N, TILE), ceil_div(M, TILE)]",
+            r"cannot parse expression 'ceil_div\(N'.*it looks cut at a comma: YAML splits "
+            r"a \[\.\.\.\] list at every comma",
+        ),
         ("smem_tiled.cu", "#ifndef TILE\n", "", "needs '#ifndef TILE'"),
         ("smem_tiled.cu", "TILE >= 1", "TILEE >= 1", r"unknown name\(s\) TILEE"),
         ("smem_tiled.cu", "kernel: matmul_smem_tiled", "kernel: nope", "'nope' is not defined"),

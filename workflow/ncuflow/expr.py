@@ -115,7 +115,11 @@ class Expr:
         try:
             tree = ast.parse(self.text, mode="eval")
         except SyntaxError as exc:
-            raise ExprError(f"cannot parse expression {shown!r}: {exc.msg}") from None
+            # YAML splits a flow list ([a, b]) at every comma, a call's own ones too
+            cut = self.text.count("(") != self.text.count(")")
+            hint = ("; it looks cut at a comma: YAML splits a [...] list at every comma, so "
+                    "quote an expression that holds one ('min(a, b)')") if cut else ""  # fmt: skip
+            raise ExprError(f"cannot parse expression {shown!r}: {exc.msg}{hint}") from None
         except (RecursionError, MemoryError):
             raise ExprError(f"expression {shown!r} is nested too deeply") from None
         self._root = tree.body
