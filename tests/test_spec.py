@@ -79,6 +79,13 @@ def _edit(path: Path, old: str, new: str) -> None:
     [
         ("smem_tiled.cu", "#define TILE 16", "#define TILE 8", "differs from the declared default"),
         (
+            "naive.cu",
+            "idea: one thread per C element;",
+            "idea: one thread per C element: ",
+            r"(?s)naive\.cu is not valid YAML: mapping values are not allowed here.*line 13, "
+            r"column 31:.*a value that holds ': ' \(an idea:, say\) must be quoted",
+        ),
+        (
             "smem_tiled.cu",
             "grid: ceil_div(N, TILE), ceil_div(M, TILE)",
             "grid: [ceil_div(N, TILE), ceil_div(M, TILE)]",

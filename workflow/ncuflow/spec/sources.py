@@ -24,7 +24,10 @@ def read_yaml(path: Path, text: str) -> dict[str, Any]:
     try:
         duplicate_keys(text, str(path))
     except ConfigError as exc:
-        raise SpecError(f"{path}: {exc.path}: {exc.problem}") from None
+        where = "" if exc.path == "(top level)" else f"{path}: {exc.path}: "
+        hint = ("; a value that holds ': ' (an idea:, say) must be quoted"
+                if "mapping values are not allowed" in exc.problem else "")  # fmt: skip
+        raise SpecError(f"{where}{exc.problem}{hint}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -124,7 +127,9 @@ def declaration(path: Path) -> tuple[str, dict[str, Any]]:
     match = _FRONT_MATTER.search(source)
     if match is None:
         raise SpecError(f"{path}: no declaration; add a /*--- ... ---*/ YAML comment")
-    return source, read_yaml(path, match.group(1))
+    # blank lines before the block: YAML's messages then give the file's line numbers
+    above = "\n" * source.count("\n", 0, match.start(1))
+    return source, read_yaml(path, above + match.group(1))
 
 
 def like_merged(path: Path, data: dict[str, Any], root: Path) -> tuple[dict[str, Any], list[Path]]:
