@@ -8,6 +8,9 @@ stages (profile/ runs the profiling stage on top of this).
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
 import shutil
 import subprocess
 import time
@@ -18,8 +21,9 @@ from typing import Any
 
 from .children import spawn, stop
 from .errors import NcuflowError
+from .files import atomic_write
 from .metrics import base_name
-from .vocab import NVTX_PREFIX
+from .vocab import NVTX_PREFIX, RUN_LOCK_ENV
 
 PERMISSION_HELP = (
     "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): the driver lets "
@@ -109,13 +113,32 @@ def installed_sections(ncu_path: str) -> tuple[str, ...] | None:
     return tuple(names) if {"SpeedOfLight", "LaunchStats"} <= set(names) else None
 
 
-def available_metrics(ncu: str, wanted: Sequence[str], log: Callable[[str], None]) -> list[str]:
-    """The metrics of ``wanted`` that this GPU has (ncu refuses a run that asks for one it
-    lacks: fp8 tensor counters before Hopper, say); the rest are logged, never asked for."""
+def _metric_listing(ncu: str) -> str:
+    """What ``ncu --query-metrics`` prints (1.2 s on an H100, once per profile job before):
+    kept for a run's later jobs beside its lock (.snakemake/ncuflow/ncu-metrics/), named by
+    ncu's file and the machine's GPUs, where a run set one."""
+    folder = Path(os.environ.get(RUN_LOCK_ENV) or ".").parent / "ncu-metrics"
+    gpus = sorted(p.read_text() for p in Path("/proc/driver/nvidia/gpus").glob("*/information"))
+    found = Path(ncu).resolve()
+    key = json.dumps([str(found), found.stat().st_mtime_ns, gpus,
+                      os.environ.get("CUDA_VISIBLE_DEVICES", "")])  # fmt: skip
+    kept = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.txt"
+    if os.environ.get(RUN_LOCK_ENV) and kept.is_file():
+        return kept.read_text()
     proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise NcuflowError(f"ncu --query-metrics failed: {proc.stderr.strip()[-2000:]}")
-    bases = {line.split()[0] for line in proc.stdout.splitlines() if "__" in line.split(" ")[0]}
+    if os.environ.get(RUN_LOCK_ENV):
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(kept, proc.stdout)
+    return proc.stdout
+
+
+def available_metrics(ncu: str, wanted: Sequence[str], log: Callable[[str], None]) -> list[str]:
+    """The metrics of ``wanted`` that this GPU has (ncu refuses a run that asks for one it
+    lacks: fp8 tensor counters before Hopper, say); the rest are logged, never asked for."""
+    listing = _metric_listing(ncu)
+    bases = {line.split()[0] for line in listing.splitlines() if "__" in line.split(" ")[0]}
     kept = [m for m in wanted if base_name(m) in bases or m.startswith("launch__")]
     missing = sorted(set(wanted) - set(kept))
     if missing:
