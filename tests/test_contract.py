@@ -5,6 +5,7 @@ checks, sequences of launches, scratch buffers, required modules) with its error
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -96,6 +97,25 @@ def test_a_wrong_host_result_is_named_by_its_check(tmp_path: Path, example_copy:
     for record in json.loads(measure.read_text()).values():
         assert record["status"] == "wrong_result"
         assert record["error"].startswith("1 of 77 elements of hits differ from the reference")
+
+
+def test_a_check_function_gets_the_inputs_scalars_and_dimensions(
+    tmp_path: Path, example_copy: Path
+) -> None:
+    """So that a tolerance may scale with the inputs (a reduction's with the sum of |x|)."""
+    family = example_copy / "gather" / "family.yaml"
+    family.write_text(family.read_text() + "check: within_scale\n")
+    module = example_copy / "gather" / "family.py"
+    module.write_text(module.read_text() + (
+        "\n\ndef within_scale(outputs: Any, inputs: Any, scalars: Any, dims: Any) -> tuple:\n"
+        "    scale = float(np.abs(np.asarray(inputs['x'])).sum())\n"
+        "    alpha, n = scalars['alpha'], dims['n']\n"
+        "    return False, f'scale {scale:.6f} alpha {alpha} n {n}'\n"))  # fmt: skip
+    _, measure = _measure(tmp_path, _study(example_copy))
+    for config, record in json.loads(measure.read_text()).items():
+        n = 1000 if "n=1000" in config else 4097
+        assert record["status"] == "wrong_result"
+        assert re.fullmatch(rf"scale \d+\.\d{{6}} alpha 2\.5 n {n}", record["error"]), record
 
 
 def test_a_variant_whose_module_is_missing_is_skipped_never_faked(

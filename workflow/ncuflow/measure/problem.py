@@ -339,10 +339,13 @@ class Problem:
                 failures.append(result.message)
         if self.family.check_function and not failures:
             outputs = {n: self.returned.get(n, o) for n, o in self.outputs.items()}
+            # the inputs too: a reduction's tolerance may scale with the sum of |x|
+            scalars = {k: v.item() for k, v in self.scalars.items()}
             ok, message = call_with(
                 self.family.function(self.family.check_function),
-                {"outputs": outputs, "reference": self.reference, "dims": self.dims},
-            )
+                {"outputs": outputs, "reference": self.reference, "dims": self.dims,
+                 "inputs": self.inputs, "scalars": scalars},
+            )  # fmt: skip
             if not ok:
                 failures.append(
                     str(message) or f"{self.family.check_function} rejected the outputs"

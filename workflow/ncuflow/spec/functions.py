@@ -15,7 +15,7 @@ from .model import Variant
 
 # What the harness passes each of the family's own functions, by name (measure.problem).
 DRAW_NAMES = ("dims", "rng")
-CHECK_NAMES = ("outputs", "reference", "dims")
+CHECK_NAMES = ("outputs", "reference", "dims", "inputs", "scalars")
 
 
 def _imported(family: Family) -> None:
