@@ -164,7 +164,11 @@ def test_two_runs_compared_configuration_by_configuration(tmp_path: Path) -> Non
     assert np.allclose(mine["speedup"], 2.0) and (mine["moved_most"] == "dram_bytes").all()
     assert rows.loc[rows["variant"] != "warptile", "moved_most"].isna().all()  # nothing moved
     text = (tmp_path / "out" / "compare.md").read_text()
-    assert "| matmul_ladder | warptile | 24 | 2.000 | 2.000 | 2.000 | dram_bytes (3×) |" in text
+    # no timed repeats on either side here: no verdict can be told
+    assert (
+        "| matmul_ladder | warptile | 24 | 2.000 | 2.000 | 2.000 | 24 AMBIGUOUS | dram_bytes (3×) |"
+        in text
+    )
     info = json.loads((CAPTURES / "h100-sxm" / "capture.json").read_text())
     assert f"b ({info['device']}, {info['date']}) against a" in text
     assert "1 configurations only in a" in text
@@ -189,3 +193,27 @@ def test_the_console_script_says_its_version_and_compares() -> None:
     command = [sys.executable, "-m", "ncuflow", "compare", "--help"]
     proc = subprocess.run(command, capture_output=True, text=True)
     assert "results folder or capture" in proc.stdout
+
+
+def test_a_difference_is_called_real_only_where_the_repeats_show_it() -> None:
+    from ncuflow.report.compare import AMBIGUOUS, FASTER, SAME, SLOWER, verdict
+
+    rng = np.random.default_rng(1)
+    steady = list(1.0 + 0.002 * rng.standard_normal(30))
+    noisy = list(1.0 + 0.2 * rng.standard_normal(30))
+    assert verdict(steady, [t * 1.005 for t in steady])[0] == SAME  # 0.5 %: no change
+    assert verdict(steady, [t / 1.10 for t in steady])[0] == FASTER  # B 10 % faster
+    assert verdict(steady, [t * 1.10 for t in steady])[0] == SLOWER
+    assert verdict(noisy, [t / 1.03 for t in noisy])[0] == AMBIGUOUS  # 3 % in 20 % noise
+    assert verdict(steady[:2], steady[:2])[0] == AMBIGUOUS  # too few repeats to tell
+    _, low, high = verdict(steady, [t / 1.10 for t in steady])
+    assert 1.08 < low <= 1.10 <= high < 1.12
+
+
+def test_two_captures_compared_carry_a_verdict_on_every_configuration(tmp_path: Path) -> None:
+    compare_runs(CAPTURES / "h100-sxm", CAPTURES / "h200", tmp_path)
+    rows = pd.read_csv(tmp_path / "compare.csv")
+    assert set(rows["verdict"]) <= {"SAME", "FASTER", "SLOWER", "AMBIGUOUS"} and len(rows) > 100
+    # the host BLAS runs on two different CPUs: that shows as a real change, not noise
+    assert (rows.loc[rows["variant"] == "cpu_blas", "verdict"] != "AMBIGUOUS").all()
+    assert "| verdicts |" in (tmp_path / "compare.md").read_text()

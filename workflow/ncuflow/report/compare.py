@@ -1,7 +1,8 @@
 """Two runs compared configuration by configuration: an earlier run, another GPU, a changed
-kernel. For every configuration both measured ok: the speedup from A to B and the metrics
-that moved most; per variant the geometric-mean speedup; a table, a Markdown summary and
-a figure. Each side is a results folder or a capture (resources/captures/<name>).
+kernel. For every configuration both measured ok: the speedup from A to B, whether it is
+real (a verdict from the two runs' timed repeats), and the metrics that moved most; per
+variant the geometric-mean speedup and the verdicts' counts; a table, a Markdown summary
+and a figure. Each side is a results folder or a capture (resources/captures/<name>).
 
     ncuflow compare resources/captures/h100-sxm results --out results/compare
 """
@@ -20,7 +21,7 @@ import pandas as pd
 
 from ..files import read_json
 from ..vocab import DEVICE, OK
-from .results import load
+from .results import load, repeats
 
 KEY = ["experiment", "variant", "config_id"]
 # What "moved" is judged on: throughput, traffic at each level, utilisation, occupancy,
@@ -30,6 +31,35 @@ METRICS = ["time_ms", "ncu_time_ms", "achieved_flops_per_s", "dram_bytes", "l2_b
            "memory_throughput_pct", "issue_active_pct", "achieved_occupancy_pct",
            "theoretical_occupancy_pct", "registers_per_thread", "shared_mem_per_block",
            "waves_per_sm", "sm_clock_hz"]  # fmt: skip
+
+
+# A time verdict (docs/methods.md, "Comparing two runs"): the 95 % bootstrap interval of
+# the ratio of the two sides' median times against a least effect of MIN_EFFECT.
+SAME, FASTER, SLOWER, AMBIGUOUS = "SAME", "FASTER", "SLOWER", "AMBIGUOUS"
+MIN_EFFECT = 0.02  # a change below 2 % is called no change
+RESAMPLES = 2000
+
+
+def verdict(times_a: list[float], times_b: list[float], seed: int = 0) -> tuple[str, float, float]:
+    """(verdict, low, high): FASTER where B is faster than A by more than MIN_EFFECT with 95 %
+    confidence (the whole interval of median A / median B above 1 + MIN_EFFECT), SLOWER
+    where slower by as much, SAME where the interval lies within MIN_EFFECT of 1, AMBIGUOUS
+    otherwise (too few repeats, or too much noise, to tell)."""
+    a, b = np.asarray(times_a, dtype=float), np.asarray(times_b, dtype=float)
+    if len(a) < 3 or len(b) < 3:
+        return AMBIGUOUS, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    median_a = np.median(rng.choice(a, (RESAMPLES, len(a))), axis=1)
+    median_b = np.median(rng.choice(b, (RESAMPLES, len(b))), axis=1)
+    low, high = np.quantile(median_a / median_b, [0.025, 0.975])
+    up, down = 1.0 + MIN_EFFECT, 1.0 / (1.0 + MIN_EFFECT)
+    if low > up:
+        return FASTER, float(low), float(high)
+    if high < down:
+        return SLOWER, float(low), float(high)
+    if low >= down and high <= up:
+        return SAME, float(low), float(high)
+    return AMBIGUOUS, float(low), float(high)
 
 
 def label(folder: Path) -> str:
@@ -51,6 +81,12 @@ def compare(a: Path, b: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     rows = both[KEY].copy()
     rows["time_ms_a"], rows["time_ms_b"] = both["time_ms_a"], both["time_ms_b"]
     rows["speedup"] = both["time_ms_a"] / both["time_ms_b"]
+    timed_a, timed_b = repeats(a), repeats(b)
+    judged = [verdict(timed_a.get(key, []), timed_b.get(key, []))
+              for key in map(tuple, both[KEY].to_numpy())]  # fmt: skip
+    rows["verdict"] = [v for v, _, _ in judged]
+    rows["speedup_low"] = [low for _, low, _ in judged]
+    rows["speedup_high"] = [high for _, _, high in judged]
     ratios = pd.DataFrame(
         {m: both[f"{m}_b"].astype(float) / both[f"{m}_a"].astype(float) for m in metrics}
     )
@@ -81,9 +117,12 @@ def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str)
     lines = [f"# {name_b} against {name_a}", "",
              f"{len(rows)} configurations measured ok on both sides; speedup = time on A / "
              "time on B (above 1: B is faster).", "",
+             "Verdict from each configuration's timed repeats: the 95 % bootstrap interval "
+             f"of the speedup against a least change of {MIN_EFFECT:.0%} (FASTER, SLOWER, "
+             "SAME, or AMBIGUOUS where the repeats cannot tell).", "",
              "| experiment | variant | configurations | geometric-mean speedup | min | max | "
-             "metric that moved most (median ratio B/A) |",
-             "|---|---|---:|---:|---:|---:|---|"]  # fmt: skip
+             "verdicts | metric that moved most (median ratio B/A) |",
+             "|---|---|---:|---:|---:|---:|---|---|"]  # fmt: skip
     for (experiment, variant), group in rows.groupby(["experiment", "variant"], sort=False):
         counts = group["moved_most"].value_counts()
         metric = counts.index[0] if len(counts) else "–"
@@ -92,8 +131,11 @@ def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str)
             if len(counts)
             else np.nan
         )
+        verdicts = group["verdict"].value_counts()
+        told = ", ".join(f"{verdicts[v]} {v}" for v in (FASTER, SLOWER, SAME, AMBIGUOUS)
+                         if v in verdicts)  # fmt: skip
         cells = [experiment, variant, str(len(group)), f"{geomean(group['speedup']):.3f}",
-                 f"{group['speedup'].min():.3f}", f"{group['speedup'].max():.3f}",
+                 f"{group['speedup'].min():.3f}", f"{group['speedup'].max():.3f}", told,
                  f"{metric} ({ratio:.3g}×)" if len(counts) else "–"]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     ratios = rows[[c for c in rows if c.endswith("_ratio") and c != "moved_most_ratio"]]

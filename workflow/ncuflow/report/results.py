@@ -14,8 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import NcuflowError
+from ..plan import read_records
+from ..vocab import MEASURE, TABLE
 from ..vocab import NCU_LONG as LONG
-from ..vocab import TABLE
 
 
 def tables(folder: Path | str) -> dict[str, pd.DataFrame]:
@@ -27,6 +28,20 @@ def tables(folder: Path | str) -> dict[str, pd.DataFrame]:
             f"{root} holds no <experiment>/{TABLE}: give a results folder after a run "
             "(snakemake --cores 1) or a capture folder (resources/captures/<name>)"
         )
+    return found
+
+
+def repeats(folder: Path | str) -> dict[tuple[str, str, str], list[float]]:
+    """Every timed repeat (milliseconds) of a results folder or a capture, by (experiment,
+    variant, config_id): what its measure.json files recorded."""
+    found = {}
+    for experiment in tables(folder):
+        where = Path(folder) / experiment
+        for path in sorted([*where.glob(f"*/{MEASURE}"), *where.glob(f"*/p*/{MEASURE}")]):
+            variant = path.relative_to(where).parts[0]
+            for config, record in read_records(path).items():
+                if record.times_ms:
+                    found[(experiment, variant, config)] = list(record.times_ms)
     return found
 
 
