@@ -13,9 +13,10 @@ from conftest import ROOT
 PACKAGE = ROOT / "workflow" / "ncuflow"
 # The shared base: modules at the package root that stages build on.
 BASE = {"vocab", "errors", "files", "schema", "plan", "limits", "ncu", "gpu", "expr", "metrics",
-        "breakdown", "console", "tf32", "reference", "runlog", "runlock", "children"}  # fmt: skip
+        "breakdown", "console", "tf32", "reference", "runlog", "runlock", "children",
+        "nvrtc"}  # fmt: skip
 STAGES = {"spec", "study", "measure", "profile", "analyze", "device", "report", "capture",
-          "runners"}  # fmt: skip
+          "runners", "check"}  # fmt: skip
 MAX_LINES, MAX_FUNCTION_LINES = 450, 80
 
 

@@ -193,6 +193,20 @@ def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     log(f"saved capture {args.name} in {folder}")
 
 
+def _check(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    from .check.variants import check_study
+    from .files import read_config
+    from .study.config import load_study
+
+    study = load_study(read_config(args.configfile), args.configfile.resolve().parent)
+    wrong = 0
+    for checked in check_study(study, args.arch):  # on the terminal as each is done
+        print(f"ncuflow check: {checked.line()}", flush=True)
+        wrong += not checked.ok
+    if wrong:
+        raise NcuflowError(f"check: {wrong} variant(s) of {args.configfile} are wrong (above)")
+
+
 Subparsers = Any  # argparse's _SubParsersAction, which it does not export
 
 
@@ -294,6 +308,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("a", type=Path, help="results folder or capture: the baseline (A)")
     p.add_argument("b", type=Path, help="results folder or capture: the one compared (B)")
     p.add_argument("--out", type=Path, default=Path("results/compare"))
+    p = _stage(sub, "check", _check, "check a study's kernels on a machine without a GPU")
+    p.add_argument("configfile", type=Path, nargs="?", default=Path("config.yaml"))
+    p.add_argument("--arch", default="sm_90", help="what NVRTC compiles for (default: the H100's)")
     p = _stage(sub, "capture", _capture, "save a GPU run's records as a replay capture")
     p.add_argument("name", help="folder name under resources/captures/")
     p.add_argument("--configfile", type=Path, default=Path("config.yaml"))

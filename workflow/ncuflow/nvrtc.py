@@ -1,0 +1,58 @@
+"""NVRTC, NVIDIA's runtime compiler, through its Python bindings (``pip install
+cuda-bindings nvidia-cuda-nvrtc``): it runs on any CPU, so a kernel is compiled for a GPU
+on a machine that has none. Imported only when used; importing this module needs neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import NcuflowError
+
+INSTALL = "pip install cuda-bindings nvidia-cuda-nvrtc"
+
+
+class CompileFailed(NcuflowError):
+    """NVRTC refused a source: its log."""
+
+
+def bindings() -> Any | None:
+    """NVRTC's Python module, or None where it is not installed."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        return None
+    return nvrtc
+
+
+def _checked(nvrtc: Any, result: tuple, what: str) -> Any:
+    status, *values = result
+    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise NcuflowError(f"NVRTC: {what} failed ({status})")
+    return values[0] if len(values) == 1 else values
+
+
+def compile_cubin(source: str, name: str, options: Sequence[str]) -> bytes:
+    """The cubin of ``source`` (``name`` in NVRTC's messages) compiled with ``options``,
+    which name the architecture (``--gpu-architecture=sm_90``); CompileFailed with NVRTC's
+    log where it refuses the source."""
+    nvrtc = bindings()
+    if nvrtc is None:
+        raise NcuflowError(f"NVRTC's Python bindings are not installed ({INSTALL})")
+    program = _checked(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
+                       "creating a program")  # fmt: skip
+    try:
+        encoded = [o.encode() for o in options]
+        (status,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            size = _checked(nvrtc, nvrtc.nvrtcGetProgramLogSize(program), "reading its log")
+            log = b" " * size
+            nvrtc.nvrtcGetProgramLog(program, log)
+            raise CompileFailed(log.decode(errors="replace").strip("\x00 \n"))
+        size = _checked(nvrtc, nvrtc.nvrtcGetCUBINSize(program), "sizing the cubin")
+        cubin = b" " * size
+        nvrtc.nvrtcGetCUBIN(program, cubin)
+        return cubin
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
