@@ -16,7 +16,6 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 
-from ncuflow.files import remove_cut_short
 from ncuflow.runlock import claim_folder
 from ncuflow.runlog import finish_run, process_started
 from ncuflow.vocab import RUN_LOCK_ENV, RUN_LOG_ENV
@@ -30,15 +29,12 @@ if workflow.is_main_process:
     _runs.mkdir(parents=True, exist_ok=True)
     os.environ[RUN_LOG_ENV] = str(_runs / f"{STARTED:.3f}.jsonl")
     os.environ[RUN_LOCK_ENV] = str(_runs.parent / "run.lock")
-    _said = claim_folder(Path(os.environ[RUN_LOCK_ENV]), Path(".snakemake/locks"))
-    if _said:
-        print(_said, file=sys.stderr)
-    # a job's file cut short (a full disk, a copy stopped half-way): made again in this run
-    for _path in remove_cut_short(Path(".")):
-        print(
-            f"ncuflow: {_path} was cut short: removed, its job runs again",
-            file=sys.stderr,
-        )
+    # a killed run's lock, and a job's file cut short (a full disk, a copy stopped
+    # half-way), removed where no process of a run is alive: made again in this run
+    for _line in claim_folder(
+        Path(os.environ[RUN_LOCK_ENV]), Path(".snakemake/locks"), Path(".")
+    ):
+        print(_line, file=sys.stderr)
 else:
     os.environ.setdefault(RUN_LOG_ENV, "")
     os.environ.setdefault(RUN_LOCK_ENV, "")

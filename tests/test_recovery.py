@@ -82,7 +82,8 @@ def test_the_same_command_goes_on_after_every_interruption(workflow_copy: Path) 
 def _claim(lock: Path, locks: Path) -> str:
     """What a new run's main process says of the folder (ncuflow.runlock.claim_folder)."""
     code = ("import sys; from pathlib import Path; from ncuflow.runlock import claim_folder; "
-            "print(claim_folder(Path(sys.argv[1]), Path(sys.argv[2])))")  # fmt: skip
+            "print('\\n'.join(claim_folder(Path(sys.argv[1]), Path(sys.argv[2]), "
+            "Path(sys.argv[2]).parent)))")  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "workflow")}
     return subprocess.run([sys.executable, "-c", code, str(lock), str(locks)], env=env,
                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
@@ -99,15 +100,19 @@ def test_a_killed_runs_lock_goes_only_where_no_process_of_a_run_lives(tmp_path: 
          "time.sleep(60)", str(lock)], stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "1"
+        cut = tmp_path / "results" / "e" / "v" / "p0" / "measure.json"
+        cut.parent.mkdir(parents=True)
+        cut.write_text('{"a": {"stat')  # as a live run's job may be writing it
         said = _claim(lock, locks)
         assert "another run is still working in this folder" in said and "--unlock" in said
-        assert (locks / "0.output.lock").is_file()
+        assert (locks / "0.output.lock").is_file() and cut.is_file()
     finally:
         holder.kill()
         holder.wait()
     said = _claim(lock, locks)  # nothing of it is alive now
     assert said.startswith("ncuflow: the lock an interrupted run left on this folder was removed")
-    assert not any(locks.iterdir())
+    assert said.endswith("results/e/v/p0/measure.json was cut short: removed, its job runs again")
+    assert not any(locks.iterdir()) and not cut.exists()
     assert _claim(lock, locks) == ""  # nothing to say where there is no lock
 
 

@@ -7,7 +7,8 @@ which is unsafe while a run still lives there. Here every process of a run (Snak
 main process and each stage) holds a shared lock on one file (``.snakemake/ncuflow/
 run.lock``), which the system releases when the process ends, however it ends. A new run
 that can take that lock alone knows that no process of an earlier run is alive: the
-locks Snakemake left are stale, and it removes them and goes on.
+locks Snakemake left are stale, and it removes them, and any job file cut short, and
+goes on.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import fcntl
 import os
 from pathlib import Path
 
+from .files import remove_cut_short
 from .vocab import RUN_LOCK_ENV
 
 _held: list[int] = []  # descriptors held until the process ends
@@ -26,26 +28,31 @@ def _open(path: Path) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
 
-def claim_folder(lock: Path, snakemake_locks: Path) -> str:
-    """In Snakemake's main process, before it locks the folder: remove the locks a killed
-    run left where no process of any run holds ``lock``, then hold it (shared) as this
-    run's. What was found, as a line to print ('' for nothing to say)."""
+def claim_folder(lock: Path, snakemake_locks: Path, folder: Path) -> list[str]:
+    """In Snakemake's main process, before it locks the folder: where no process of any
+    run holds ``lock``, remove the locks a killed run left and its job files cut short
+    under ``folder`` (files.remove_cut_short; never while a run may be writing them); then
+    hold ``lock`` (shared) as this run's. What was done or found, as lines to print."""
     descriptor = _open(lock)
-    said = ""
+    said = []
     stale = sorted(snakemake_locks.glob("*.lock")) if snakemake_locks.is_dir() else []
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:  # a process of another run is alive: its locks stand
         if stale:
-            said = ("ncuflow: another run is still working in this folder (a process of it "
-                    f"holds {lock}): let it end or stop it, then run this command again; "
-                    "--unlock would let the two runs overwrite each other's files")  # fmt: skip
+            said.append(
+                f"ncuflow: another run is still working in this folder (a process of it holds "
+                f"{lock}): let it end or stop it, then run this command again; --unlock would "
+                "let two runs overwrite each other's files"
+            )
     else:
         for path in stale:
             path.unlink(missing_ok=True)
         if stale:
-            said = ("ncuflow: the lock an interrupted run left on this folder was removed (no "
-                    "process of it is alive)")  # fmt: skip
+            said.append("ncuflow: the lock an interrupted run left on this folder was removed "
+                        "(no process of it is alive)")  # fmt: skip
+        said += [f"ncuflow: {path} was cut short: removed, its job runs again"
+                 for path in remove_cut_short(folder)]  # fmt: skip
     fcntl.flock(descriptor, fcntl.LOCK_SH)
     _held.append(descriptor)
     return said
