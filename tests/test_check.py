@@ -82,10 +82,16 @@ def test_what_nvrtc_refuses_is_named_before_any_gpu(tmp_path: Path, example_copy
     assert 'identifier "INFINITY" is undefined' in proc.stdout
 
 
-def test_the_default_study_passes() -> None:
-    """Every bundled family of the default study: matmul, classifier and conv."""
-    proc = subprocess.run([sys.executable, "-m", "ncuflow", "check", "config.yaml"],
+@pytest.mark.parametrize(
+    ("study", "variants"),
+    [("config.yaml", 31), ("experiments/transfer.yaml", 2), ("experiments/transpose.yaml", 3),
+     ("experiments/verdicts.yaml", 7)],
+)  # fmt: skip
+def test_every_bundled_family_passes(study: str, variants: int) -> None:
+    """The default study (matmul, classifier, conv) and the studies of the histogram,
+    transpose and transfer families."""
+    proc = subprocess.run([sys.executable, "-m", "ncuflow", "check", study],
                           capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     lines = [x for x in proc.stdout.splitlines() if x.startswith("ncuflow check: ")]
-    assert len(lines) == 31 and all(": ok: " in x for x in lines), proc.stdout
+    assert len(lines) == variants and all(": ok: " in x for x in lines), proc.stdout
