@@ -99,7 +99,7 @@ JOB_FILES = ("results/*.json", "results/*/*.json", "results/*/*.parquet",
 def cut_short(path: Path) -> bool:
     """Whether a JSON or Parquet file ends where no complete one would: JSON not closed by
     its last bracket, Parquet without its closing magic bytes (a crash, a full disk, or a
-    copy stopped half-way: ncuflow itself writes every such file whole, atomic_write)."""
+    copy stopped half-way)."""
     size = path.stat().st_size
     with open(path, "rb") as handle:
         handle.seek(max(0, size - 64))

@@ -117,19 +117,20 @@ def _metric_listing(ncu: str) -> str:
     """What ``ncu --query-metrics`` prints (1.2 s on an H100, once per profile job before):
     kept for a run's later jobs beside its lock (.snakemake/ncuflow/ncu-metrics/), named by
     ncu's file and the machine's GPUs, where a run set one."""
-    folder = Path(os.environ.get(RUN_LOCK_ENV) or ".").parent / "ncu-metrics"
+    run_lock = os.environ.get(RUN_LOCK_ENV)
     gpus = sorted(p.read_text() for p in Path("/proc/driver/nvidia/gpus").glob("*/information"))
     found = Path(ncu).resolve()
     key = json.dumps([str(found), found.stat().st_mtime_ns, gpus,
                       os.environ.get("CUDA_VISIBLE_DEVICES", "")])  # fmt: skip
-    kept = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.txt"
-    if os.environ.get(RUN_LOCK_ENV) and kept.is_file():
+    name = f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.txt"
+    kept = Path(run_lock).parent / "ncu-metrics" / name if run_lock else None
+    if kept is not None and kept.is_file():
         return kept.read_text()
     proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise NcuflowError(f"ncu --query-metrics failed: {proc.stderr.strip()[-2000:]}")
-    if os.environ.get(RUN_LOCK_ENV):
-        folder.mkdir(parents=True, exist_ok=True)
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(kept, proc.stdout)
     return proc.stdout
 

@@ -78,13 +78,16 @@ def missing_message(capture: Path, plan: Plan, missing: list[str], what: str) ->
             "measure them on a GPU machine (docs/guide.md: replay and captures)")  # fmt: skip
 
 
-def require(capture: Path, plan: Plan, ids: list[str], what: str) -> dict[str, Path]:
-    """The folder of each of ``ids``, or one error naming those the capture lacks."""
-    where, _ = locate(capture, plan, ids)
+def require(
+    capture: Path, plan: Plan, ids: list[str], what: str
+) -> tuple[dict[str, Path], dict[str, Record]]:
+    """(the folder of each of ``ids``, its record there), or one error naming those the
+    capture lacks."""
+    where, records = locate(capture, plan, ids)
     missing = [c for c in ids if c not in where]
     if missing:
         raise NcuflowError(missing_message(capture, plan, missing, what))
-    return where
+    return where, records
 
 
 def unreplayable(capture: Path, plans: Iterable[Plan]) -> str:
@@ -92,9 +95,8 @@ def unreplayable(capture: Path, plans: Iterable[Plan]) -> str:
     configurations the capture lacks, as one line ('' where it holds them all): said while
     planning, before any job starts."""
     for plan in plans:
-        ids = [row.config_id for row in plan.pending]
-        where, _ = locate(capture, plan, ids)
-        missing = [c for c in ids if c not in where]
-        if missing:
-            return missing_message(capture, plan, missing, "timing record")
+        try:
+            require(capture, plan, [row.config_id for row in plan.pending], "timing record")
+        except NcuflowError as exc:
+            return str(exc)
     return ""

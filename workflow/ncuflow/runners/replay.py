@@ -6,12 +6,13 @@ A configuration the capture lacks is an error, never invented."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
 from ..capture.folder import DAMAGED
-from ..capture.records import locate, missing_message, require
+from ..capture.records import missing_message, require
 from ..errors import NcuflowError
 from ..files import atomic_write, read_json, read_parquet, write_json
 from ..plan import Plan, profiled_ids, read_records, records_json
@@ -43,12 +44,8 @@ class ReplayRunner:
     def measure(self, plan: Plan, plan_path: Path, out: Path, device_out: Path, log: Log) -> None:
         """The capture's timing records of the plan's pending configurations."""
         pending = [row.config_id for row in plan.pending]
-        where, captured = locate(self.capture, plan, pending)
-        missing = [c for c in pending if c not in where]
-        if missing:
-            raise NcuflowError(missing_message(self.capture, plan, missing, "timing record"))
-        for folder in dict.fromkeys(where.values()):
-            count = sum(f == folder for f in where.values())
+        where, captured = require(self.capture, plan, pending, "timing record")
+        for folder, count in Counter(where.values()).items():
             log(f"replaying {count} timing records from {folder / MEASURE}")
         out.write_text(records_json({c: captured[c] for c in pending}))
         self.device_facts(device_out, None)
@@ -63,7 +60,7 @@ class ReplayRunner:
             csv.write_text(f"# replayed from capture {self.capture.name}: no ncu CSV\n")
         variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)[1]
         ok = set(profiled_ids(read_records(measure), variant.profiled))
-        where = require(self.capture, plan, sorted(ok), "timing record")
+        where, _ = require(self.capture, plan, sorted(ok), "timing record")
         by_folder: dict[Path, set[str]] = {}
         for config, folder in where.items():
             by_folder.setdefault(folder, set()).add(config)
