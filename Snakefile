@@ -4,6 +4,7 @@
 # rule (docs/design.md).
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -56,7 +57,16 @@ from ncuflow.device.mode import mode_line, replays_here
 from ncuflow.errors import NcuflowError
 from ncuflow.files import local_path, read_config, write_if_changed
 from ncuflow.study.config import coerce_overrides, load_study
-from ncuflow.vocab import NCU_LONG, PROFILE_ERRORS, PROFILE_EXTRAS, STANDARD_FIGURES
+from ncuflow.vocab import (
+    CHUNKS,
+    MEASURE,
+    NCU_LONG,
+    PLAN,
+    PROFILE_ERRORS,
+    PROFILE_EXTRAS,
+    PROFILED,
+    STANDARD_FIGURES,
+)
 
 # The workflow's own config.yaml is the default study; a --configfile on the command line
 # replaces it, and paths in a config file are relative to that file.
@@ -140,12 +150,14 @@ localrules:
     summary,
     device_table,
     devices,
+    profiled,
 
 
 wildcard_constraints:
     experiment="[A-Za-z0-9_-]+",
     variant="[A-Za-z0-9_-]+",
     part="p[0-9]+",
+    batch="b[0-9]+",
 
 
 include: "workflow/rules/measure.smk"

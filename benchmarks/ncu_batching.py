@@ -34,8 +34,8 @@ from ncuflow.ncu import (
     run_ncu,
 )
 from ncuflow.profile.long_table import read_report, write_long
+from ncuflow.profile.members import Batch, Member, worker_for
 from ncuflow.profile.stage import profile_stage
-from ncuflow.profile.worker import worker_command
 from ncuflow.study.config import load_study
 
 
@@ -54,24 +54,30 @@ def main() -> int:
         plan.write_text(study.plan("ncu_batching", "naive").to_json())
         measure_stage(plan, measure, quiet)
         ids = [r.config_id for r in study.experiments["ncu_batching"].rows("naive")]
+        member = Member(plan, measure, work / "one")
+        batch = Batch([member])
+
+        def worker(only: list[str], name: str) -> list[str]:
+            """The profile worker over ``only``, as the stage starts it."""
+            return worker_for(batch, batch.targets(member, only), work / f"{name}.work.json")
 
         started = time.perf_counter()
         one_process = NcuSettings("ncu", tuple(sections), "none", (), chunk_size=len(ids),
                                   explain="none")  # fmt: skip
-        profile_stage(plan, measure, work / "one.parquet", work / "one.csv", one_process, quiet)
+        profile_stage([member], work / "chunks", one_process, quiet)
         batched = time.perf_counter() - started
 
         metrics = available_metrics(ncu, required_metrics(), quiet)
         started = time.perf_counter()
         run_ncu(ncu_command(ncu, work / "floor", sections, "none", metrics,
-                            worker_command(plan, measure, ids)), quiet)  # fmt: skip
+                            worker(ids, "floor")), quiet)  # fmt: skip
         floor = time.perf_counter() - started
 
         started = time.perf_counter()
         for i, config_id in enumerate(ids):
             report = work / f"each{i}"
             run_ncu(ncu_command(ncu, report, sections, "none", metrics,
-                                worker_command(plan, measure, [config_id])), quiet)  # fmt: skip
+                                worker([config_id], f"each{i}")), quiet)  # fmt: skip
             export_csv(ncu, report.with_suffix(".ncu-rep"), work / f"each{i}.csv")
             write_long(read_report(report.with_suffix(".ncu-rep")), work / f"each{i}.parquet")
         separate = time.perf_counter() - started

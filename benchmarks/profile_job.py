@@ -33,8 +33,8 @@ from ncuflow.metrics import required_metrics
 from ncuflow.ncu import NcuSettings, available_metrics, export_csv, find_ncu, ncu_command, run_ncu
 from ncuflow.profile.explain import read_findings, read_source_lines
 from ncuflow.profile.long_table import read_report
+from ncuflow.profile.members import Batch, Member, worker_for
 from ncuflow.profile.stage import profile_stage
-from ncuflow.profile.worker import worker_command
 from ncuflow.study.config import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,6 +66,13 @@ def main(variant: str) -> int:
         plan, measure = work / "plan.json", work / "measure.json"
         plan.write_text(study.plan("job", variant).to_json())
         ids = [r.config_id for r in study.experiments["job"].rows(variant)]
+        member = Member(plan, measure, work / "profiled")
+        batch = Batch([member])
+
+        def worker(only: list[str]) -> list[str]:
+            """The profile worker over ``only``, as the stage starts it."""
+            return worker_for(batch, batch.targets(member, only), work / "work.json")
+
         print(f"{variant}: {len(ids)} configurations")
         timed("measure stage (worker: inputs, build, check, time)",
               lambda: measure_stage(plan, measure, quiet))  # fmt: skip
@@ -76,7 +83,7 @@ def main(variant: str) -> int:
         for name, only in (("no configuration", [NOTHING]), ("every configuration", ids)):
             timed(
                 f"profile worker without ncu, {name}",
-                lambda only=only: subprocess.run(worker_command(plan, measure, only), check=True),
+                lambda only=only: subprocess.run(worker(only), check=True),
             )
         for name, sections, only in (
             ("no configuration", settings.sections, [NOTHING]),
@@ -86,30 +93,31 @@ def main(variant: str) -> int:
             base = work / ("explain" if sections == explain else "sweep")
             timed(
                 f"ncu over the worker, {name}",
-                lambda b=base, s=sections, o=only: _ncu(ncu, b, s, metrics, plan, measure, o),
+                lambda b=base, s=sections, o=only: _ncu(ncu, b, s, metrics, worker(o)),
             )
         for section in settings.explain_sections:  # what each of the explain tier's costs
             with_it = (*settings.sections, section)
             timed(
                 f"ncu, the sweep's sections and {section}",
-                lambda s=with_it: _ncu(ncu, work / "one", s, metrics, plan, measure, ids),
+                lambda s=with_it: _ncu(ncu, work / "one", s, metrics, worker(ids)),
             )
         report = work / "explain.ncu-rep"
         timed("read the explain report's values", lambda: read_report(report))
         timed("export its raw CSV (ncu --import)", lambda: export_csv(ncu, report, work / "x.csv"))
         timed("read its rule results", lambda: read_findings(report, "explain"))
-        own = ROOT / "kernels" / "matmul" / f"{variant}.cu"
-        timed("read its source lines", lambda: read_source_lines(report, own, ROOT / "kernels"))
+        timed(
+            "read its source lines",
+            lambda: read_source_lines(report, lambda _: member.own_source, ROOT / "kernels"),
+        )
         timed("the profile stage (explain tier: every configuration)",
-              lambda: profile_stage(plan, measure, work / "long.parquet", work / "raw.csv",
-                                    settings, quiet))  # fmt: skip
+              lambda: profile_stage([member], work / "chunks", settings, quiet))  # fmt: skip
     return 0
 
 
-def _ncu(ncu: str, base: Path, sections: tuple[str, ...], metrics: list[str], plan: Path,
-         measure: Path, only: list[str]) -> None:  # fmt: skip
-    """One ncu process; prints the replay passes it needed per kernel."""
-    command = ncu_command(ncu, base, sections, "none", metrics, worker_command(plan, measure, only))
+def _ncu(ncu: str, base: Path, sections: tuple[str, ...], metrics: list[str],
+         worker: list[str]) -> None:  # fmt: skip
+    """One ncu process over ``worker``; prints the replay passes it needed per kernel."""
+    command = ncu_command(ncu, base, sections, "none", metrics, worker)
     lines: list[str] = []
     run_ncu(command, lines.append)
     passes = [line.rsplit("- ", 1)[1] for line in lines if line.endswith("passes")]

@@ -153,6 +153,7 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
     collected table per experiment."""
     from ncuflow.analyze.collect import collect
     from ncuflow.analyze.derive import config_metrics
+    from ncuflow.profile.members import Member
     from ncuflow.runners.replay import ReplayRunner
 
     study = replayed_study(capture)
@@ -172,8 +173,8 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
             plan_path.write_text(plan.to_json())
             runner.measure(plan, plan_path, base / "measure.json", base / "device.json",
                            lambda line: None)  # fmt: skip
-            runner.profile(plan, plan_path, base / "measure.json", base / "ncu_long.parquet",
-                           None, lambda line: None)  # fmt: skip
+            member = Member(plan_path, base / "measure.json", base)
+            runner.profile([member], base / "chunks", lambda line: None)
             long = pd.read_parquet(base / "ncu_long.parquet")
             config_metrics(long).to_parquet(base / "metrics.parquet")
             jobs.append(tuple(base / s for s in ("plan.json", "measure.json",

@@ -86,7 +86,7 @@ def test_explain_findings_name_stalls_and_coalescing() -> None:
 
 
 def test_source_lines_point_at_the_variants_own_file() -> None:
-    lines = read_source_lines(EXPLAIN, KERNELS / "matmul" / "naive.cu", KERNELS)
+    lines = read_source_lines(EXPLAIN, lambda _: KERNELS / "matmul" / "naive.cu", KERNELS)
     for _, rows in lines.groupby("config_id"):
         top = rows.sort_values("samples", ascending=False).iloc[0]
         assert top["file"] == "matmul/naive.cu"
@@ -128,7 +128,7 @@ def test_links_are_made_plain() -> None:
 def test_an_empty_report_reads_as_empty_tables(tmp_path) -> None:
     missing = tmp_path / "none.ncu-rep"
     assert read_findings(missing, "sweep").empty
-    assert read_source_lines(missing, KERNELS / "matmul" / "naive.cu", KERNELS).empty
+    assert read_source_lines(missing, lambda _: KERNELS / "matmul" / "naive.cu", KERNELS).empty
     assert isinstance(read_findings(missing, "sweep"), pd.DataFrame)
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import ROOT, measure_study, variants_as_run
 from ncuflow.analyze.derive import config_metrics
+from ncuflow.profile.members import Member
 from ncuflow.profile.stage import profile_stage
 from ncuflow.spec import load_family
 from ncuflow.study.config import load_study
@@ -114,12 +115,13 @@ def test_one_ncu_process_profiles_every_ok_configuration(tmp_path: Path, kernels
                          "variants": {"naive": {"params": {"BLOCK_X": [16, 32]}}}}}  # fmt: skip
     found = _measure(tmp_path, kernels, experiments)["naive"]
     plan, measure = tmp_path / "p.naive.plan.json", tmp_path / "p.naive.measure.json"
-    csv_path = tmp_path / "raw.csv"
+    csv_path = tmp_path / "ncu_raw.csv"
     long_path = tmp_path / "ncu_long.parquet"
     study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
     settings = dataclasses.replace(study.ncu, chunk_size=2, explain="none")  # every one swept
-    profile_stage(plan, measure, long_path, csv_path, settings, lambda line: None)
-    chunks = sorted((tmp_path / "profile_chunks").glob("chunk_*.ncu-rep"))
+    profile_stage([Member(plan, measure, tmp_path)], tmp_path / "chunks", settings,
+                  lambda line: None)  # fmt: skip
+    chunks = sorted((tmp_path / "chunks").glob("sweep_*.ncu-rep"))
     assert len(chunks) == 2 and csv_path.stat().st_size > 0  # 4 configurations, 2 per ncu
     assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
     metrics = config_metrics(pd.read_parquet(long_path))
@@ -138,29 +140,31 @@ def test_a_profile_killed_midway_profiles_only_the_missing_chunks(
                          "variants": {"naive": {"params": {"BLOCK_X": [16, 32]}}}}}  # fmt: skip
     _measure(tmp_path, kernels, experiments)
     plan, measure = tmp_path / "k.naive.plan.json", tmp_path / "k.naive.measure.json"
-    paths = {"long": tmp_path / "ncu_long.parquet", "csv": tmp_path / "raw.csv"}
+    out, chunks = tmp_path / "profiled", tmp_path / "chunks"
+    member = Member(plan, measure, out / "naive" / "p0")
+    long_path = member.out / "ncu_long.parquet"
     study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
     ncu = study.config["ncu"]
-    command = [sys.executable, "-m", "ncuflow", "profile", "--plan", str(plan), "--measure",
-               str(measure), "--long", str(paths["long"]), "--csv", str(paths["csv"]),
+    command = [sys.executable, "-m", "ncuflow", "profile", "--plans", str(plan), "--measures",
+               str(measure), "--out", str(out), "--chunks", str(chunks),
                "--mode", "gpu", "--ncu", ncu["path"], "--chunk-size", "1", "--explain", "none",
                "--sections", *ncu["sections"]]  # fmt: skip
     first = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL)
-    done = tmp_path / "profile_chunks" / "chunk_001.json"
+    done = chunks / "sweep_001.json"
     deadline = time.monotonic() + 240
     while not done.is_file() and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
-    assert done.is_file() and not paths["long"].exists()  # killed before the end
+    assert done.is_file() and not long_path.exists()  # killed before the end
     lines: list[str] = []
     settings = dataclasses.replace(study.ncu, chunk_size=1, explain="none")  # chunks alone
-    profile_stage(plan, measure, paths["long"], paths["csv"], settings, lines.append)
+    profile_stage([member], chunks, settings, lines.append)
     kept = [line for line in lines if "profiled by an earlier run, kept" in line]
     profiled = [line for line in lines if line.startswith("ncu took") and "(sweep tier)" in line]
     print(f"resumed: {len(kept)} chunks kept, {len(profiled)} profiled again")
     assert len(kept) >= 2 and len(kept) + len(profiled) == 4 and profiled
-    assert config_metrics(pd.read_parquet(paths["long"]))["config_id"].nunique() == 4
+    assert config_metrics(pd.read_parquet(long_path))["config_id"].nunique() == 4
 
 
 @pytest.mark.parametrize("min_blocks", [1, 2])

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, measure_study
+from ncuflow.profile.members import Member
 from ncuflow.profile.stage import profile_stage
 from ncuflow.study.config import load_study
 
@@ -45,8 +46,8 @@ def test_a_faulty_sweep_ends_with_every_status_right(tmp_path: Path) -> None:
                         "experiments": EXPERIMENTS})  # fmt: skip
     settings = dataclasses.replace(study.ncu, chunk_size=2)
     out = tmp_path / "ncu_long.parquet"
-    profile_stage(tmp_path / "f.faults.plan.json", tmp_path / "f.faults.measure.json", out,
-                  tmp_path / "raw.csv", settings, lambda line: None)  # fmt: skip
+    member = Member(tmp_path / "f.faults.plan.json", tmp_path / "f.faults.measure.json", tmp_path)
+    profile_stage([member], tmp_path / "chunks", settings, lambda line: None)
     assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
     profiled = set(pd.read_parquet(out)["config_id"])  # what ran to the end, the NaN writer too
     assert profiled == {c for c, r in found.items() if r["status"] in ("ok", "wrong_result")}

@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT, measure_study, variants_as_run
 from ncuflow.analyze.derive import config_metrics
 from ncuflow.measure.worker import missing_modules
+from ncuflow.profile.members import Member
 from ncuflow.profile.stage import profile_stage
 from ncuflow.spec import load_family
 from ncuflow.study.config import load_study
@@ -69,8 +70,8 @@ def test_the_launches_of_a_configuration_are_profiled_together(tmp_path: Path) -
     found = _measure(tmp_path, kernels, experiments)["gather"]
     study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
     long_path = tmp_path / "ncu_long.parquet"
-    profile_stage(tmp_path / "g.gather.plan.json", tmp_path / "g.gather.measure.json", long_path,
-                  tmp_path / "raw.csv", study.ncu, lambda line: None)  # fmt: skip
+    member = Member(tmp_path / "g.gather.plan.json", tmp_path / "g.gather.measure.json", tmp_path)
+    profile_stage([member], tmp_path / "chunks", study.ncu, lambda line: None)
     metrics = config_metrics(pd.read_parquet(long_path))
     assert sorted(metrics["config_id"]) == sorted(found)
     assert (metrics["ncu_kernels"] == 2).all()

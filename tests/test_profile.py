@@ -23,13 +23,14 @@ from ncuflow.ncu import (
 )
 from ncuflow.plan import Plan, read_records
 from ncuflow.profile.long_table import write_long
+from ncuflow.profile.members import Member
 from ncuflow.profile.stage import profile_stage
 from ncuflow.profile.worker import worker_command
-from ncuflow.vocab import RUN_LOCK_ENV
+from ncuflow.vocab import RUN_LOCK_ENV, split_target
 
 
 def test_one_command_profiles_every_configuration_range() -> None:
-    worker = worker_command(Path("plan.json"), Path("measure.json"))
+    worker = worker_command(Path("chunks/sweep_000.work.json"))
     command = ncu_command(
         "ncu", Path("out/profile"), ["SpeedOfLight", "Occupancy"], "none",
         [*required_metrics(), "sm__x.sum"], worker,
@@ -49,7 +50,7 @@ def test_one_command_profiles_every_configuration_range() -> None:
                    "lts__t_sectors_srcunit_tex_op_write.sum"):  # fmt: skip
         assert metric in metrics
     assert command[-len(worker) :] == worker
-    assert worker[1:] == ["-m", "ncuflow.profile.worker", "plan.json", "measure.json"]
+    assert worker[1:] == ["-m", "ncuflow.profile.worker", "chunks/sweep_000.work.json"]
 
 
 def test_missing_ncu_says_how_to_point_at_it() -> None:
@@ -150,34 +151,41 @@ def _chunked(
     def stand_in(
         base: Path, chunk: list[str], target: list[str], limit: float, tier: str = "sweep"
     ) -> dict:
-        calls.append(list(chunk))
+        members = {split_target(t)[0] for t in chunk}
+        assert members == {"naive.p0"}  # one measure job: its variant and part
+        ids = [split_target(t)[1] for t in chunk]
+        calls.append(ids)
         if tiers is not None:
             tiers.append(tier)
-        assert target == worker_command(tmp_path / "plan.json", tmp_path / "measure.json", chunk)
+        assert target == worker_command(base.with_suffix(".work.json"))
+        work = json.loads(base.with_suffix(".work.json").read_text())
+        assert work == [{"member": "naive.p0", "plan": str(tmp_path / "plan.json"),
+                         "measure": str(tmp_path / "measure.json"), "ids": ids}]  # fmt: skip
         if len(calls) - 1 in fail:
-            return {c: "ncu failed (exit code 9): ==ERROR== stand-in" for c in chunk}
-        write_long(long[long["config_id"].isin(chunk)], base.with_suffix(".parquet"))
+            return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
+        values = long[long["config_id"].isin(ids)].copy()
+        values["config_id"] = "naive.p0." + values["config_id"]
+        write_long(values, base.with_suffix(".parquet"))
         metric = f"{tier}_metric"  # the explain tier's report has more columns
         rows = "".join(f'"0","{c}","1"\n' for c in chunk)
         base.with_suffix(".csv").write_text(f'"ID","Kernel Name","{metric}"\n"","","%"\n{rows}')
         return {}
 
-    out = tmp_path / "ncu_long.parquet"
-    profile_stage(tmp_path / "plan.json", tmp_path / "measure.json", out, tmp_path / "raw.csv",
-                  NcuSettings(chunk_size=3, explain=explain), lambda line: None,
-                  stand_in)  # fmt: skip
-    return out
+    member = Member(tmp_path / "plan.json", tmp_path / "measure.json", tmp_path, "p0")
+    profile_stage([member], tmp_path / "chunks", NcuSettings(chunk_size=3, explain=explain),
+                  lambda line: None, stand_in)  # fmt: skip
+    return tmp_path / "ncu_long.parquet"
 
 
 def test_the_explain_tier_profiles_the_fastest_configuration_of_each_size(
     tmp_path: Path,
 ) -> None:
-    """... and only there: the sweep profiles the others (of the naive variant's one
-    tiling at four sizes, none), each configuration once."""
+    """... and only there, in chunks as the sweep's: the sweep profiles the others (of the
+    naive variant's one tiling at four sizes, none), each configuration once."""
     calls: list[list[str]] = []
     tiers: list[str] = []
     out = _chunked(tmp_path, set(), calls, "best", tiers)
-    assert tiers == ["explain"]
+    assert tiers == ["explain", "explain"]  # chunks of 3 and 1
     records = read_records(tmp_path / "measure.json")
     plan = Plan.load(tmp_path / "plan.json")
     sizes = {row.config_id: row.dims["M"] for row in plan.configs}
@@ -186,7 +194,7 @@ def test_the_explain_tier_profiles_the_fastest_configuration_of_each_size(
         size = sizes[config]
         if size not in fastest or record.time_ms < records[fastest[size]].time_ms:
             fastest[size] = config
-    assert sorted(calls[0]) == sorted(fastest.values()) == sorted(records)
+    assert sorted(calls[0] + calls[1]) == sorted(fastest.values()) == sorted(records)
     assert set(pd.read_parquet(out)["config_id"]) == set(records)  # the explain tier's values
     for name in ("findings.parquet", "explain_long.parquet", "source_lines.parquet"):
         assert (tmp_path / name).is_file()  # empty where the stand-in wrote no report
@@ -197,20 +205,18 @@ def test_the_explain_tier_profiles_the_fastest_configuration_of_each_size(
 
 
 def test_what_the_explain_tier_could_not_profile_the_sweep_does(tmp_path: Path) -> None:
-    """The explain tier's ncu fails: its configurations are profiled by the sweep, and the
-    raw CSV joins the reports' columns."""
+    """An explain tier's ncu fails (its first chunk of 3): those configurations are profiled
+    by the sweep, and the raw CSV joins the reports' columns."""
     calls: list[list[str]] = []
     tiers: list[str] = []
     out = _chunked(tmp_path, {0}, calls, "best", tiers)
-    assert tiers == ["explain", "sweep", "sweep"] and sorted(calls[0]) == sorted(
-        calls[1] + calls[2]
-    )
-    assert set(pd.read_parquet(out)["config_id"]) == set(calls[0])
+    assert tiers == ["explain", "explain", "sweep"] and calls[0] == calls[2]
+    assert set(pd.read_parquet(out)["config_id"]) == set(calls[0] + calls[1])
     assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
-    with (tmp_path / "raw.csv").open() as handle:
+    with (tmp_path / "ncu_raw.csv").open() as handle:
         table = list(csv.reader(handle))
-    assert table[0] == ["ID", "Kernel Name", "sweep_metric"] and table[1] == ["", "", "%"]
-    assert len(table) == 2 + 4
+    assert table[0] == ["ID", "Kernel Name", "explain_metric", "sweep_metric"]
+    assert table[1] == ["", "", "%", "%"] and len(table) == 2 + 4
 
 
 def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(tmp_path: Path) -> None:
@@ -220,10 +226,65 @@ def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(tmp_path: Pa
     errors = json.loads((tmp_path / "profile_errors.json").read_text())
     assert list(errors) == calls[1] and "stand-in" in errors[calls[1][0]]
     assert set(pd.read_parquet(out)["config_id"]) == set(calls[0])
-    assert (tmp_path / "raw.csv").read_text().count('"ID"') == 1  # one header
+    assert (tmp_path / "ncu_raw.csv").read_text().count('"ID"') == 1  # one header
     # an earlier run's chunks are kept: only the failed one is profiled again
     again: list[list[str]] = []
     out = _chunked(tmp_path, set(), again)
     assert again == [calls[1]]
     assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
     assert set(pd.read_parquet(out)["config_id"]) == set(calls[0] + calls[1])
+
+
+def test_one_profile_job_shares_ncu_processes_between_variants(tmp_path: Path) -> None:
+    """Two variants' measure jobs in one profile job: each chunk's ncu process launches
+    configurations of both (their NVTX ranges name variant and part), and each job gets
+    the values, CSV rows, errors and tables of its own configurations alone."""
+    capture = ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder"
+    members, longs = [], {}
+    for variant in ("naive", "smem_tiled"):
+        folder = tmp_path / variant
+        folder.mkdir()
+        plan = dataclasses.replace(Plan.load(capture / variant / "plan.json"),
+                                   kernels_dir=str(ROOT / "kernels"))  # fmt: skip
+        (folder / "plan.json").write_text(plan.to_json())
+        (folder / "measure.json").write_text((capture / variant / "measure.json").read_text())
+        members.append(Member(folder / "plan.json", folder / "measure.json", folder / "out"))
+        longs[f"{variant}.p0"] = pd.read_parquet(capture / variant / "ncu_long.parquet")
+    calls: list[list[str]] = []
+
+    def stand_in(base: Path, chunk: list[str], target: list[str], limit: float,
+                 tier: str = "sweep") -> dict:  # fmt: skip
+        calls.append(chunk)
+        work = json.loads(base.with_suffix(".work.json").read_text())
+        assert [w["member"] for w in work] == sorted({split_target(t)[0] for t in chunk})
+        frames, rows = [], []
+        for kernel, t in enumerate(chunk, start=1):
+            member, config = split_target(t)
+            values = longs[member][longs[member]["config_id"] == config].copy()
+            values["config_id"], values["kernel_id"] = t, kernel
+            frames.append(values)
+            rows.append(f'"{kernel - 1}","{t}","1"\n')
+        write_long(pd.concat(frames), base.with_suffix(".parquet"))
+        base.with_suffix(".csv").write_text('"ID","Kernel Name","m"\n"","","%"\n' + "".join(rows))
+        if len(calls) == 2:  # the second ncu process fails
+            return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
+        return {}
+
+    profile_stage(members, tmp_path / "chunks", NcuSettings(chunk_size=6, explain="none"),
+                  lambda line: None, stand_in)  # fmt: skip
+    assert [len(c) for c in calls] == [6, 2]  # 8 configurations in two ncu processes
+    assert {split_target(t)[0] for t in calls[0]} == {"naive.p0", "smem_tiled.p0"}
+    for member in members:
+        records = read_records(member.measure_path)
+        long = pd.read_parquet(member.out / "ncu_long.parquet")
+        errors = json.loads((member.out / "profile_errors.json").read_text())
+        with (member.out / "ncu_raw.csv").open() as handle:
+            table = list(csv.reader(handle))
+        shown = {row[1] for row in table[2:]}
+        if member.plan.variant == "naive":  # its chunk profiled every one
+            assert set(long["config_id"]) == set(records) and errors == {}
+            assert shown == {f"naive.p0.{c}" for c in records}
+        else:  # a failed chunk: its values are not kept, its configurations named
+            assert set(errors) == set(records) - set(long["config_id"])
+            assert len(errors) == 2 and "stand-in" in next(iter(errors.values()))
+            assert shown == {f"smem_tiled.p0.{c}" for c in long["config_id"]} and shown

@@ -144,13 +144,15 @@ def test_only_job_files_cut_short_are_removed(tmp_path: Path) -> None:
     from ncuflow.files import remove_cut_short
 
     part = tmp_path / "results" / "e" / "v" / "p0"
-    (part / "profile_chunks").mkdir(parents=True)
+    part.mkdir(parents=True)
+    chunks = tmp_path / "results" / "e" / "profile.b0" / "chunks"
+    chunks.mkdir(parents=True)
     pd.DataFrame({"a": [1.0]}).to_parquet(part / "metrics.parquet")
     whole = (part / "metrics.parquet").read_bytes()
     (part / "ncu_long.parquet").write_bytes(whole[:-3])
     (part / "measure.json").write_text('{"a": {"status": "ok"}}\n')
     (part / "plan.json").write_text('{"a": {"stat')
-    (part / "profile_chunks" / "chunk_000.json").write_text('{"key"')  # the stage's own
+    (chunks / "sweep_000.json").write_text('{"key"')  # the stage's own
     (tmp_path / "results" / "e" / "table.parquet").write_bytes(b"PAR1")
     removed = remove_cut_short(tmp_path)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in removed) == [
@@ -159,7 +161,7 @@ def test_only_job_files_cut_short_are_removed(tmp_path: Path) -> None:
         "results/e/v/p0/plan.json",
     ]
     assert (part / "metrics.parquet").is_file() and (part / "measure.json").is_file()
-    assert (part / "profile_chunks" / "chunk_000.json").is_file()
+    assert (chunks / "sweep_000.json").is_file()
 
 
 # A stand-in for the GPU's measuring worker: each configuration takes a moment, and the

@@ -21,6 +21,7 @@ from ncuflow.capture.mismatch import capture_mismatches
 from ncuflow.errors import NcuflowError
 from ncuflow.metrics import COLUMNS
 from ncuflow.plan import Plan, read_records
+from ncuflow.profile.members import Member
 from ncuflow.runners.replay import ReplayRunner
 from ncuflow.study.expand import config_id
 from ncuflow.vocab import ENQUEUE_METHOD
@@ -52,7 +53,8 @@ def _replay(plan: Plan, folder: Path, tmp_path: Path) -> tuple[Path, Path]:
     runner = ReplayRunner(folder)
     measure, long = tmp_path / "measure.json", tmp_path / "ncu_long.parquet"
     runner.measure(plan, tmp_path / "plan.json", measure, tmp_path / "device.json", _quiet)
-    runner.profile(plan, tmp_path / "plan.json", measure, long, None, _quiet)
+    (tmp_path / "plan.json").write_text(plan.to_json())
+    runner.profile([Member(tmp_path / "plan.json", measure, tmp_path)], tmp_path / "chunks", _quiet)
     return measure, long
 
 

@@ -8,6 +8,7 @@ the details of each stage go to its log file.
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 import time
@@ -23,7 +24,7 @@ from .ncu import NcuSettings
 from .plan import Plan
 from .runlock import hold_for_run
 from .runlog import record_stage
-from .vocab import VERSION
+from .vocab import METRICS, NCU_LONG, VERSION
 
 if TYPE_CHECKING:
     from .runners import Runner
@@ -79,14 +80,22 @@ def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     import pandas as pd
 
     from .analyze.derive import config_metrics
+    from .profile.members import Member
 
-    plan, on_gpu = _job(args.plan)
-    runner = _runner(args, log, exclusive=on_gpu)
-    runner.profile(plan, args.plan, args.measure, args.long, args.csv, log)
-    if args.derived:
-        metrics = config_metrics(pd.read_parquet(args.long))
-        metrics.to_parquet(args.derived, index=False)
-        log(f"the registry's columns of {len(metrics)} configurations in {args.derived}")
+    if len(args.plans) != len(args.measures):
+        raise NcuflowError("profile: give as many --measures as --plans, in the same order")
+    members = []
+    for plan, measure in zip(args.plans, args.measures, strict=True):
+        # results/<experiment>/<variant>/<part>/plan.json; a plan elsewhere is a whole variant
+        part = plan.parent.name if re.fullmatch(r"p[0-9]+", plan.parent.name) else "p0"
+        job = Plan.load(plan)
+        members.append(Member(plan, measure, args.out / job.variant / part, part))
+    on_gpu = any(_job(plan)[1] for plan in args.plans)
+    _runner(args, log, exclusive=on_gpu).profile(members, args.chunks, log)
+    for member in members:
+        metrics = config_metrics(pd.read_parquet(member.out / NCU_LONG))
+        metrics.to_parquet(member.out / METRICS, index=False)
+    log(f"the registry's columns of {len(members)} jobs' configurations written")
 
 
 def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -242,14 +251,18 @@ def _gpu_stages(sub: Subparsers) -> None:
     p.add_argument("--device-out", type=Path, required=True,
                    help="the facts of the GPU (or host) this job ran on")  # fmt: skip
     _mode_args(p)
-    p = _stage(sub, "profile", _profile, "profile a plan's configurations, a chunk per ncu process")
-    p.add_argument("--plan", type=Path, required=True)
-    p.add_argument("--measure", type=Path, required=True)
-    p.add_argument("--long", type=Path, required=True, help="exact values, Parquet")
-    p.add_argument("--csv", type=Path, help="ncu's raw CSV export (gpu)")
+    p = _stage(sub, "profile", _profile,
+               "profile the configurations of measure jobs, a chunk per ncu process")  # fmt: skip
+    p.add_argument("--plans", type=Path, nargs="+", required=True,
+                   help="each measure job's plan.json (<variant>/<part>/plan.json)")  # fmt: skip
+    p.add_argument("--measures", type=Path, nargs="+", required=True,
+                   help="each one's measure.json, in the same order")  # fmt: skip
+    p.add_argument("--out", type=Path, required=True,
+                   help="each job's files go to OUT/<variant>/<part>/")  # fmt: skip
+    p.add_argument("--chunks", type=Path, required=True,
+                   help="each ncu process's report, kept here as it completes")  # fmt: skip
     p.add_argument("--chunk-size", type=int, default=NcuSettings.chunk_size,
                    help="configurations per ncu process")  # fmt: skip
-    p.add_argument("--derived", type=Path, help="the registry's columns per configuration, here")
     p.add_argument("--explain", choices=("best", "all", "none"), default=NcuSettings.explain,
                    help="the configurations the explain tier profiles")  # fmt: skip
     p.add_argument("--explain-sections", nargs="*", default=list(NcuSettings.explain_sections))

@@ -59,7 +59,7 @@ class NcuSettings:
     sections: tuple[str, ...] = ()
     clock_control: str = "none"
     extra_metrics: tuple[str, ...] = ()
-    chunk_size: int = 16
+    chunk_size: int = 32
     # the explain tier: which configurations (best per size, all, none) and its sections
     explain: str = "best"
     explain_sections: tuple[str, ...] = EXPLAIN_SECTIONS

@@ -31,12 +31,15 @@ DEVICE = "device.json"  # the facts of the device a job, or the run, measured on
 NCU_LONG = "ncu_long.parquet"  # every ncu value, exact: one row per kernel and metric
 METRICS = "metrics.parquet"  # the registry's columns per configuration
 PROFILE_ERRORS = "profile_errors.json"  # configurations ncu could not profile, and why
-CHUNKS = "profile_chunks"  # each ncu process's report and values, kept as it completes
+NCU_RAW = "ncu_raw.csv"  # ncu's own CSV export of the reports (raw page), for people
+CHUNKS = "chunks"  # a profile job's ncu reports and values, each kept as it completes
 FINDINGS = "findings.parquet"  # Nsight Compute's rule results, per kernel (profile.explain)
 EXPLAIN_LONG = "explain_long.parquet"  # the explain tier's ncu values, as NCU_LONG
 SOURCE_LINES = "source_lines.parquet"  # the explain tier's stall samples per source line
 # What the profile stage writes beside NCU_LONG, kept in captures and replayed with it.
 PROFILE_EXTRAS = (FINDINGS, EXPLAIN_LONG, SOURCE_LINES)
+# What a profile job writes for each measure job it takes.
+PROFILED = (NCU_RAW, NCU_LONG, METRICS, PROFILE_ERRORS, *PROFILE_EXTRAS)
 SWEEP, EXPLAIN = "sweep", "explain"  # the two profiling tiers (docs/methods.md)
 TABLE = "table.parquet"  # an experiment's table (and table.csv beside it)
 CAPTURE_INFO = "capture.json"  # a capture's provenance: when, where, how
@@ -46,18 +49,31 @@ RUN_LOCK_ENV = "NCUFLOW_RUN_LOCK"  # the file a live run's processes hold (runlo
 JOURNAL_SUFFIX = ".partial.jsonl"  # beside measure.json while a job measures
 
 # ---- NVTX: the profile worker opens one range per configuration, named by this prefix
-# and the configuration's id; ncu keeps to those ranges and the names map kernels back.
+# and the configuration's target id; ncu keeps to those ranges and the names map kernels back.
+# A target id names a configuration within a profile job, which may span several measure
+# jobs: ``<variant>.<part>.<config_id>`` (variant and part names hold no dot).
 
 NVTX_PREFIX = "ncuflow_"
 
 
-def nvtx_name(config_id: str) -> str:
-    return NVTX_PREFIX + config_id
+def nvtx_name(target: str) -> str:
+    return NVTX_PREFIX + target
 
 
 def config_of_range(name: str) -> str | None:
-    """The configuration an NVTX range name belongs to, or None for a foreign range."""
+    """The target id an NVTX range name belongs to, or None for a foreign range."""
     return name[len(NVTX_PREFIX) :] if name.startswith(NVTX_PREFIX) else None
+
+
+def target_id(member: str, config_id: str) -> str:
+    """A configuration's target id; ``member``: its measure job, ``<variant>.<part>``."""
+    return f"{member}.{config_id}"
+
+
+def split_target(target: str) -> tuple[str, str]:
+    """(measure job, configuration id) of a target id."""
+    variant, part, config = target.split(".", 2)
+    return f"{variant}.{part}", config
 
 
 # ---- figures every experiment gets; a family's own figures take other names

@@ -1,51 +1,57 @@
-# Stage 2 (GPU): ncu profiles every configuration of a part that ran to the end,
-# ncu.chunk_size per process (each chunk kept in profile_chunks/ as it completes, so an
-# interrupted run profiles again only what was missing); every numeric value of the
-# reports goes, at full precision, into ncu_long.parquet, and the registry's columns per
-# configuration into metrics.parquet; what ncu could not profile, into profile_errors.json.
-# Nsight Compute's rule results go into findings.parquet; the explain tier (ncu.explain: a
-# second ncu pass with ncu.explain_sections over each size's fastest configuration) into
-# explain_long.parquet and, per source line, source_lines.parquet.
+# Stage 2 (GPU): ncu profiles every configuration that ran to the end, of up to
+# ncu.variants_per_job measure jobs of an experiment at once (profile job b0, b1, ...:
+# ncu and the profiled process start once per chunk, not once per variant), ncu.chunk_size
+# per ncu process (each chunk kept in chunks/ as it completes, so an interrupted run
+# profiles again only what was missing). Each measure job's files go to its folder under
+# profiled/: every numeric value of the reports, at full precision, into ncu_long.parquet,
+# and the registry's columns per configuration into metrics.parquet; what ncu could not
+# profile, into profile_errors.json. Nsight Compute's rule results go into
+# findings.parquet; the explain tier (ncu.explain: ncu.explain_sections besides the
+# sweep's, over each size's fastest configuration) into explain_long.parquet and, per
+# source line, source_lines.parquet. Rule profiled gives each measure job its files.
 
 
 rule profile:
     input:
-        plan="results/{experiment}/{variant}/{part}/plan.json",
-        measure="results/{experiment}/{variant}/{part}/measure.json",
+        plans=lambda wc: STUDY.profile_inputs(wc.experiment, wc.batch, PLAN),
+        measures=lambda wc: STUDY.profile_inputs(wc.experiment, wc.batch, MEASURE),
     output:
-        csv="results/{experiment}/{variant}/{part}/ncu_raw.csv",
-        long="results/{experiment}/{variant}/{part}/ncu_long.parquet",
-        metrics="results/{experiment}/{variant}/{part}/metrics.parquet",
-        errors="results/{experiment}/{variant}/{part}/profile_errors.json",
-        findings="results/{experiment}/{variant}/{part}/findings.parquet",
-        explain="results/{experiment}/{variant}/{part}/explain_long.parquet",
-        lines="results/{experiment}/{variant}/{part}/source_lines.parquet",
+        directory("results/{experiment}/profile.{batch}/profiled"),
     log:
-        "results/{experiment}/{variant}/{part}/logs/profile.log",
-    priority: lambda wc: STUDY.priority(wc.experiment, wc.variant, wc.part)
+        "results/{experiment}/profile.{batch}/logs/profile.log",
+    priority: lambda wc: STUDY.profile_priority(wc.experiment, wc.batch)
     resources:
-        gpu=lambda wc: STUDY.gpus(wc.experiment, wc.variant),
+        gpu=lambda wc: STUDY.profile_gpus(wc.experiment, wc.batch),
     params:
         cmd=lambda wc, input, output: command_line(
             "profile",
-            "--plan",
-            input.plan,
-            "--measure",
-            input.measure,
-            "--long",
-            output.long,
-            "--csv",
-            output.csv,
-            "--derived",
-            output.metrics,
+            ["--plans", input.plans, "--measures", input.measures],
+            ["--out", output[0]],
+            ["--chunks", f"results/{wc.experiment}/profile.{wc.batch}/{CHUNKS}"],
             MODE_ARGS,
             NCU_ARGS,
-            "--chunk-size",
-            config["ncu"]["chunk_size"],
-            "--explain",
-            config["ncu"]["explain"],
-            "--explain-sections",
-            config["ncu"]["explain_sections"],
+            ["--chunk-size", config["ncu"]["chunk_size"]],
+            ["--explain", config["ncu"]["explain"]],
+            ["--explain-sections", config["ncu"]["explain_sections"]],
         ),
     shell:
         "{params.cmd} --log {log:q}"
+
+
+rule profiled:
+    input:
+        lambda wc: "results/{experiment}/profile.{batch}/profiled".format(
+            experiment=wc.experiment,
+            batch=STUDY.profile_job_of(wc.experiment, wc.variant, wc.part),
+        ),
+    output:
+        [f"results/{{experiment}}/{{variant}}/{{part}}/{name}" for name in PROFILED],
+    params:
+        cmd=lambda wc, input, output: " && ".join(
+            shlex.join(
+                ["cp", f"{input[0]}/{wc.variant}/{wc.part}/{Path(path).name}", path]
+            )
+            for path in output
+        ),
+    shell:
+        "{params.cmd}"

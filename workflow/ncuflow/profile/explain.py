@@ -16,7 +16,7 @@ import json
 import math
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -133,12 +133,12 @@ def _line_text(path: Path | None, line: int, cache: dict[Path, list[str]]) -> st
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-def read_source_lines(path: Path, own: Path, kernels_dir: Path) -> pd.DataFrame:
+def read_source_lines(path: Path, own: Callable[[str], Path], kernels_dir: Path) -> pd.DataFrame:
     """Per kernel and source line: the stall samples (share of the kernel's, the dominant
     reason and its share, the hottest SASS instruction) and, for lines with memory
     instructions, global sectors per request against the ideal and shared-memory bank
-    conflicts (ways). ``own`` is the variant's .cu file; files are named relative to
-    ``kernels_dir``."""
+    conflicts (ways). ``own`` gives the .cu file of a configuration's variant; files are
+    named relative to ``kernels_dir``."""
     rows, cache = [], {}
     kernels_dir = kernels_dir.resolve()
     for config, kernel_id, action in kernel_actions(path):
@@ -159,7 +159,7 @@ def read_source_lines(path: Path, own: Path, kernels_dir: Path) -> pd.DataFrame:
             info = action.source_info(pc)
             if info is None:
                 continue
-            key = (_file_name(info.file_name(), own, kernels_dir), int(info.line()))
+            key = (_file_name(info.file_name(), own(config), kernels_dir), int(info.line()))
             entry = lines[key]
             entry["samples"] += samples.get(pc, 0.0)
             entry["pcs"].append((samples.get(pc, 0.0), pc))

@@ -1,29 +1,31 @@
-"""The profile stage (rule ``profile``): every configuration of a part that ran to the
-end profiled by ncu, ``chunk_size`` configurations per ncu process.
+"""The profile stage (rule ``profile``): every configuration that ran to the end, of the
+measure jobs one profile job takes (profile.members), profiled by ncu, ``chunk_size``
+configurations per ncu process.
 
 The profiled process is the profile worker (profile.worker), which launches each
-configuration once inside an NVTX range named ``ncuflow_<config_id>``; ``--nvtx-include``
-keeps ncu to those launches, and the range names map the report's rows back to
-configurations. Each chunk's report and values are kept in profile_chunks/ as the chunk
-completes, so that an interrupted run profiles again only what was missing.
+configuration once inside an NVTX range named ``ncuflow_<variant>.<part>.<config_id>``;
+``--nvtx-include`` keeps ncu to those launches, and the range names map the report's rows
+back to their job and configuration. Each chunk's report and values are kept in the job's
+chunks folder as the chunk completes, so that an interrupted run profiles again only what
+was missing.
 
 Two tiers (docs/methods.md, "Two profiling tiers"): the explain tier profiles each size's
-fastest configuration (or every one, or none: ``explain``) with ``explain_sections``
-besides ``sections``, for stall reasons, per-line stall samples, sectors per request and
-bank conflicts; the sweep profiles every other configuration with ``sections``. Each
-configuration is profiled once: the explain tier's report holds every value the sweep's
-would (its sections include the sweep's, with the same metrics), and a configuration the
-explain tier could not profile goes to the sweep. Both keep ncu's rule results (findings).
+fastest configuration of each variant (or every one, or none: ``explain``) with
+``explain_sections`` besides ``sections``, for stall reasons, per-line stall samples,
+sectors per request and bank conflicts; the sweep profiles every other configuration with
+``sections``. Each configuration is profiled once: the explain tier's report holds every
+value the sweep's would (its sections include the sweep's, with the same metrics), and a
+configuration the explain tier could not profile goes to the sweep. Both keep ncu's rule
+results (findings).
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -41,13 +43,12 @@ from ..ncu import (
     ncu_command,
     run_ncu,
 )
-from ..plan import Plan, Record, profiled_ids, read_records
-from ..spec import load_variant
 from ..vocab import (
-    CHUNKS,
     EXPLAIN,
     EXPLAIN_LONG,
     FINDINGS,
+    NCU_LONG,
+    NCU_RAW,
     OK,
     PROFILE_ERRORS,
     SOURCE_LINES,
@@ -55,16 +56,7 @@ from ..vocab import (
 )
 from .explain import FINDING_COLUMNS, LINE_COLUMNS, read_findings, read_source_lines
 from .long_table import LONG_COLUMNS, read_report, write_long
-from .worker import worker_command
-
-
-def _chunk_key(
-    ids: Sequence[str], measured: dict[str, Record], sections: Sequence[str] = ()
-) -> str:
-    """What a chunk profiled: its configurations, the records they were measured with, and
-    the explain tier's sections where it is that tier's."""
-    text = json.dumps([(c, measured[c].fingerprint) for c in ids] + list(sections))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+from .members import Batch, Member, split_csv, worker_for
 
 
 class ChunkProfiler(Protocol):
@@ -117,14 +109,15 @@ class NcuProfiler:
         return {}
 
 
-def explain_ids(mode: str, ids: Sequence[str], measured: dict[str, Record],
-                job: Plan) -> list[str]:  # fmt: skip
-    """The configurations of the explain tier: none, all, or the fastest of each size."""
+def explain_ids(mode: str, member: Member) -> list[str]:
+    """A member's configurations of the explain tier: none, all, or the fastest of each
+    size."""
+    ids, measured = member.ids, member.measured
     if mode == "none":
         return []
     if mode == "all":
         return list(ids)
-    dims = {row.config_id: tuple(sorted(row.dims.items())) for row in job.configs}
+    dims = {row.config_id: tuple(sorted(row.dims.items())) for row in member.plan.configs}
     best: dict[tuple, str] = {}
     for config in (c for c in ids if measured[c].status == OK):  # a wrong result: never best
         time = measured[config].time_ms
@@ -150,84 +143,134 @@ def _profiled(
 
 
 def _frames(paths: Sequence[Path], columns: list[str]) -> pd.DataFrame:
-    frames = [pd.read_parquet(p) for p in paths if p.is_file()]
-    frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+    return _concat([pd.read_parquet(p) for p in paths if p.is_file()], columns)
+
+
+def _concat(frames: Sequence[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    kept = [f for f in frames if not f.empty]
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=columns)
+
+
+class _Tiers:
+    """One profile job's chunks: each tier's windows of targets, profiled (or kept from an
+    earlier run) one ncu process each, in ``folder``."""
+
+    def __init__(self, batch: Batch, folder: Path, settings: NcuSettings,
+                 profiler: ChunkProfiler, log: Callable[[str], None]) -> None:  # fmt: skip
+        self.batch, self.folder, self.settings = batch, folder, settings
+        self.profiler, self.log = profiler, log
+        self.errors: dict[str, str] = {}
+        self.done: list[tuple[Path, str]] = []  # each chunk profiled, and its tier
+
+    def profile(self, tier: str, windows: list[list[str]], skip: Iterable[str] = ()) -> None:
+        """Every window of ``tier`` without the targets in ``skip``; what an earlier run
+        left of windows beyond these goes."""
+        skipped, prefix = set(skip), f"{tier}_"
+        for i, window in enumerate(windows):
+            base, chunk = self.folder / f"{prefix}{i:03d}", [t for t in window if t not in skipped]
+            if not chunk:
+                _forget(base)
+                continue
+            failed = self._chunk(base, chunk, tier, f"{tier} chunk {i}")
+            self.errors.update(failed)
+            if not failed:
+                self.done.append((base, tier))
+            elif tier == EXPLAIN:  # the sweep profiles it; say what is missing
+                for target, why in failed.items():
+                    self.log(f"explain tier: no profile of {target}, which the sweep "
+                             f"profiles: {why}")  # fmt: skip
+        for stale in self.folder.glob(f"{prefix}*.json"):  # of a larger sweep
+            index = re.fullmatch(rf"{prefix}(\d+)\.json", stale.name)
+            if index and int(index.group(1)) >= len(windows):
+                _forget(stale.with_suffix(""))
+
+    def _chunk(self, base: Path, chunk: list[str], tier: str, what: str) -> dict[str, str]:
+        sections = self.settings.explain_sections if tier == EXPLAIN else ()
+        text = json.dumps([(t, self.batch.fingerprint(t)) for t in chunk] + list(sections))
+        key = hashlib.sha256(text.encode()).hexdigest()[:16]
+
+        def run() -> dict[str, str]:
+            member = self.batch.member(chunk[0])[0]
+            limit = chunk_limit(member.plan.timing, [self.batch.row(t) for t in chunk])
+            worker = worker_for(self.batch, chunk, base.with_suffix(".work.json"))
+            failed = self.profiler(base, chunk, worker, limit, tier)
+            if tier == EXPLAIN and not failed:
+                lines = read_source_lines(base.with_suffix(".ncu-rep"), self._own_source,
+                                          Path(member.plan.kernels_dir))  # fmt: skip
+                lines.to_parquet(base.with_suffix(".lines.parquet"), index=False)
+            return failed
+
+        return _profiled(base, key, run, self.log, what)
+
+    def _own_source(self, target: str) -> Path:
+        return self.batch.member(target)[0].own_source
 
 
 def profile_stage(
-    plan: Path,
-    measure: Path,
-    long_path: Path,
-    csv_path: Path | None,
+    members: Sequence[Member],
+    folder: Path,
     settings: NcuSettings,
     log: Callable[[str], None],
     profiler: ChunkProfiler | None = None,
 ) -> None:
-    """Profile every configuration that ran to the end, ``settings.chunk_size`` per ncu
-    process (``profiler``: NcuProfiler by default), then the explain tier's; write the exact
-    long table of all of them, the raw CSV for people, the configurations ncu could not
-    profile with ncu's message (profile_errors.json), and beside them the rule results
+    """Profile every configuration of the ``members`` that ran to the end: the explain
+    tier's first, then the sweep's, ``settings.chunk_size`` per ncu process (``profiler``:
+    NcuProfiler by default). Write for each member, in its folder, the exact long table of
+    all of them, the raw CSV for people, the configurations ncu could not profile with
+    ncu's message (profile_errors.json), and beside them the rule results
     (findings.parquet), the explain tier's values (explain_long.parquet) and its stall
     samples per source line (source_lines.parquet).
 
-    Each chunk's report and long table are kept in profile_chunks/ as the chunk completes
-    (the marker file last, written atomically): a run stopped at any point profiles again
-    only the chunks that had not completed, and those ncu failed on."""
+    Each chunk's report and long table are kept in ``folder`` as the chunk completes (the
+    marker file last, written atomically): a run stopped at any point profiles again only
+    the chunks that had not completed, and those ncu failed on."""
     profiler = profiler or NcuProfiler(settings, log)
-    job = Plan.load(plan)
-    kernels_dir = Path(job.kernels_dir)
-    variant = load_variant(kernels_dir, job.family, job.variant)[1]
-    measured = read_records(measure)
-    ids = profiled_ids(measured, variant.profiled)
-    rows = {row.config_id: row for row in job.configs}
-    folder = long_path.parent / CHUNKS
-    folder.mkdir(exist_ok=True)
+    batch = Batch(members)
+    folder.mkdir(parents=True, exist_ok=True)
+    size = settings.chunk_size
+    tiers = _Tiers(batch, folder, settings, profiler, log)
     # the explain tier first: what it profiles, the sweep need not
-    explained = explain_ids(settings.explain, ids, measured, job)
-    failed = _explain_tier(profiler, long_path.parent, explained, (plan, measure, job),
-                           settings.explain_sections, log)  # fmt: skip
-    explained = [c for c in explained if c not in failed]
+    explained = [t for m in members for t in batch.targets(m, explain_ids(settings.explain, m))]
+    if explained:
+        log(f"explain tier: {len(explained)} configurations ({', '.join(explained)})")
+    tiers.profile(EXPLAIN, [explained[i : i + size] for i in range(0, len(explained), size)])
+    explained = [t for t in explained if t not in tiers.errors]
+    tiers.errors = {}
     # the sweep's chunks by position among every profiled configuration, without those the
     # explain tier profiled: which is fastest may change on a rerun without moving the rest
-    windows = [ids[i : i + settings.chunk_size] for i in range(0, len(ids), settings.chunk_size)]
-    swept = [c for c in ids if c not in explained]
-    log(f"profiling {len(swept)} configurations in ncu processes of up to "
-        f"{settings.chunk_size} (sweep tier)")  # fmt: skip
-    bases, errors = [], {}
-    for i, window in enumerate(windows):
-        base, chunk = folder / f"chunk_{i:03d}", [c for c in window if c not in explained]
-        if not chunk:
-            _forget(base)
-            continue
-
-        def run(base: Path = base, chunk: list[str] = chunk) -> dict[str, str]:
-            limit = chunk_limit(job.timing, [rows[c] for c in chunk])
-            return profiler(base, chunk, worker_command(plan, measure, chunk), limit)
-
-        key = _chunk_key(chunk, measured)
-        errors.update(_profiled(base, key, run, log, f"chunk {i}"))
-        bases.append(base)
-    for stale in folder.glob("chunk_*.json"):  # of a larger sweep
-        if int(stale.stem.split("_")[1]) >= len(windows):
-            _forget(stale)
-    reports = [*bases, *[folder / "explain"] * bool(explained)]
-    long = _frames([b.with_suffix(".parquet") for b in reports], LONG_COLUMNS)
-    write_long(long, long_path)
-    if csv_path is not None:
-        _join_csv([b.with_suffix(".csv") for b in reports], csv_path)
-    atomic_write(long_path.with_name(PROFILE_ERRORS), json.dumps(errors, indent=1))
-    # rule results last: reading them changes how ncu_report names derived metrics' units;
-    # a chunk ncu failed on left no values, and its partial report is not read either
-    tiers = [(b, SWEEP) for b in bases] + [(folder / "explain", EXPLAIN)] * bool(explained)
+    every = [t for m in members for t in batch.targets(m, m.ids)]
+    log(f"profiling {len(every) - len(explained)} configurations in ncu processes of up to "
+        f"{size} (sweep tier)")  # fmt: skip
+    tiers.profile(SWEEP, [every[i : i + size] for i in range(0, len(every), size)], explained)
     started = time.perf_counter()
-    findings = _frames([_findings(base, tier) for base, tier in tiers
-                        if not read_json(base.with_suffix(".json")).get("errors")],
-                       FINDING_COLUMNS)  # fmt: skip
-    findings.to_parquet(long_path.with_name(FINDINGS), index=False)
-    log(f"{len(long)} metric values of {long['config_id'].nunique()} configurations; "
-        f"{len(errors)} could not be profiled; {len(findings)} findings, read in "
-        f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+    _write_members(batch, tiers)
+    log(f"{len(members)} jobs' profiles written in {time.perf_counter() - started:.1f} s")
+
+
+def _write_members(batch: Batch, tiers: _Tiers) -> None:
+    """Each member's files, from the chunks: values, CSV, errors, findings, the explain
+    tier's values and source lines."""
+    done = tiers.done
+    longs = {base: pd.read_parquet(base.with_suffix(".parquet")) for base, _ in done
+             if base.with_suffix(".parquet").is_file()}  # fmt: skip
+    long = batch.split(_concat(list(longs.values()), LONG_COLUMNS))
+    explain = batch.split(_concat([f for b, f in longs.items() if (b, EXPLAIN) in done],
+                                  LONG_COLUMNS))  # fmt: skip
+    lines = batch.split(_frames([b.with_suffix(".lines.parquet") for b, _ in done], LINE_COLUMNS))
+    # rule results last: reading them changes how ncu_report names derived metrics' units
+    findings = batch.split(_frames([_findings(b, t) for b, t in done], FINDING_COLUMNS))
+    texts = split_csv([(b.with_suffix(".csv"), frame) for b, frame in longs.items()], batch)
+    for member in batch.members:
+        out, key = member.out, member.key
+        out.mkdir(parents=True, exist_ok=True)
+        write_long(long[key], out / NCU_LONG)
+        atomic_write(out / NCU_RAW, texts[key])
+        errors = {c: why for t, why in tiers.errors.items()
+                  for m, c in [batch.member(t)] if m is member}  # fmt: skip
+        atomic_write(out / PROFILE_ERRORS, json.dumps(errors, indent=1))
+        findings[key].to_parquet(out / FINDINGS, index=False)
+        write_long(explain[key], out / EXPLAIN_LONG)
+        lines[key].to_parquet(out / SOURCE_LINES, index=False)
 
 
 def _findings(base: Path, tier: str) -> Path:
@@ -241,72 +284,8 @@ def _findings(base: Path, tier: str) -> Path:
     return path
 
 
-def _explain_tier(
-    profiler: ChunkProfiler, out: Path, ids: list[str], job_files: tuple[Path, Path, Plan],
-    sections: Sequence[str], log: Callable[[str], None],
-) -> dict[str, str]:  # fmt: skip
-    """The explain tier's one ncu process over ``ids``: its values, findings and source
-    lines beside the sweep's, in ``out`` (empty tables where it profiles nothing); the
-    configurations it could not profile, with why."""
-    plan, measure, job = job_files
-    rows = {row.config_id: row for row in job.configs}
-    base = out / CHUNKS / "explain"
-    if ids:
-        kernels_dir = Path(job.kernels_dir)
-
-        def run() -> dict[str, str]:
-            limit = chunk_limit(job.timing, [rows[c] for c in ids])
-            failed = profiler(base, ids, worker_command(plan, measure, ids), limit, EXPLAIN)
-            lines = base.with_suffix(".lines.parquet")
-            lines.unlink(missing_ok=True)
-            if not failed:
-                own = kernels_dir / job.family / f"{job.variant}.cu"
-                read_source_lines(base.with_suffix(".ncu-rep"), own, kernels_dir).to_parquet(
-                    lines, index=False)  # fmt: skip
-            return failed
-
-        log(f"explain tier: {len(ids)} configurations ({', '.join(ids)})")
-        key = _chunk_key(ids, read_records(measure), sections)
-        failed = _profiled(base, key, run, log, "explain tier")
-        for config, why in failed.items():  # the sweep profiles it; say what is missing
-            log(f"explain tier: no profile of {config}, which the sweep profiles: {why}")
-    else:
-        failed = {}
-        _forget(base)
-    write_long(_frames([base.with_suffix(".parquet")], LONG_COLUMNS), out / EXPLAIN_LONG)
-    _frames([base.with_suffix(".lines.parquet")], LINE_COLUMNS).to_parquet(
-        out / SOURCE_LINES, index=False)  # fmt: skip
-    return failed
-
-
 def _forget(base: Path) -> None:
-    """Remove what an earlier run left of a chunk (or of the explain tier)."""
-    for suffix in (".json", ".parquet", ".csv", ".ncu-rep", ".findings.parquet", ".lines.parquet"):
+    """Remove what an earlier run left of a chunk."""
+    for suffix in (".json", ".parquet", ".csv", ".ncu-rep", ".findings.parquet", ".lines.parquet",
+                   ".work.json"):  # fmt: skip
         base.with_suffix(suffix).unlink(missing_ok=True)
-
-
-def _join_csv(parts: Sequence[Path], out: Path) -> None:
-    """The reports' raw CSV exports (a header row, ncu's units row, a row per kernel) as
-    one file: every column of any of them, blank where a report has no such metric (the
-    explain tier's has more than the sweep's)."""
-    header: list[str] = []
-    units: dict[str, str] = {}
-    rows: list[dict[str, str]] = []
-    for path in parts:
-        lines = path.read_text().splitlines() if path.is_file() else []
-        table = [row for row in csv.reader(lines) if row]
-        if not table:
-            continue
-        names, body = table[0], table[1:]
-        if body and not body[0][0]:  # the units row (its ID cell is empty)
-            units.update({n: u for n, u in zip(names, body.pop(0), strict=False) if u})
-        header += [n for n in names if n not in header]
-        rows += [dict(zip(names, row, strict=False)) for row in body]
-    text = io.StringIO()
-    if header:
-        writer = csv.writer(text, quoting=csv.QUOTE_ALL, lineterminator="\n")
-        writer.writerow(header)
-        if units:
-            writer.writerow([units.get(n, "") for n in header])
-        writer.writerows([row.get(n, "") for n in header] for row in rows)
-    atomic_write(out, text.getvalue())

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from ..plan import Plan
+from ..profile.members import Member
 
 Log = Callable[[str], None]
 
@@ -17,10 +18,11 @@ class Runner(Protocol):
     def measure(self, plan: Plan, plan_path: Path, out: Path, device_out: Path, log: Log) -> None:
         """measure.json of a plan's pending configurations, and device.json of where."""
 
-    def profile(self, plan: Plan, plan_path: Path, measure: Path, long: Path, csv: Path | None,
-                log: Log) -> None:  # fmt: skip
-        """ncu_long.parquet (and profile_errors.json beside it) of the configurations that
-        ran to the end; the raw CSV where ``csv`` is given."""
+    def profile(self, members: Sequence[Member], chunks: Path, log: Log) -> None:
+        """For each member (a measure job), in its folder: ncu_long.parquet of its
+        configurations that ran to the end, and the files beside it (profile_errors.json,
+        findings, the explain tier's values and lines, ncu's raw CSV); ``chunks``: where a
+        GPU run keeps each ncu process's report as it completes."""
 
     def device_facts(self, out: Path, ceilings: Path | None) -> None:
         """device.json: the device's facts and its measured ceilings."""

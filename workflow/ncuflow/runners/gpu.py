@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..device.facts import facts_differences, gpu_facts, job_device
 from ..files import read_json, write_json
 from ..ncu import NcuSettings
 from ..plan import Plan
+from ..profile.members import Member
 from ..spec import load_variant
 from .base import Log
 
@@ -31,11 +33,10 @@ class GpuRunner:
                 print(f"ncuflow: warning: {line}", file=sys.stderr)
         measure_stage(plan_path, out, log)
 
-    def profile(self, plan: Plan, plan_path: Path, measure: Path, long: Path, csv: Path | None,
-                log: Log) -> None:  # fmt: skip
+    def profile(self, members: Sequence[Member], chunks: Path, log: Log) -> None:
         from ..profile.stage import profile_stage
 
-        profile_stage(plan_path, measure, long, csv, self.ncu, log)
+        profile_stage(members, chunks, self.ncu, log)
 
     def device_facts(self, out: Path, ceilings: Path | None) -> None:
         measured = read_json(ceilings) if ceilings is not None else {}

@@ -7,6 +7,7 @@ A configuration the capture lacks is an error, never invented."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -15,16 +16,17 @@ from ..capture.folder import DAMAGED
 from ..capture.records import missing_message, require
 from ..errors import NcuflowError
 from ..files import atomic_write, read_json, read_parquet, write_json
-from ..plan import Plan, profiled_ids, read_records, records_json
+from ..plan import Plan, records_json
 from ..profile.explain import FINDING_COLUMNS, LINE_COLUMNS
 from ..profile.long_table import LONG_COLUMNS, write_long
-from ..spec import load_variant
+from ..profile.members import Member
 from ..vocab import (
     DEVICE,
     EXPLAIN_LONG,
     FINDINGS,
     MEASURE,
     NCU_LONG,
+    NCU_RAW,
     PROFILE_ERRORS,
     PROFILE_EXTRAS,
     SOURCE_LINES,
@@ -50,21 +52,26 @@ class ReplayRunner:
         out.write_text(records_json({c: captured[c] for c in pending}))
         self.device_facts(device_out, None)
 
-    def profile(self, plan: Plan, plan_path: Path, measure: Path, long: Path, csv: Path | None,
-                log: Log) -> None:  # fmt: skip
-        """The capture's exact ncu values of the configurations that measured ok (a capture
-        holds only profiles ncu took: no configuration has a profile error), from the
-        folder each one's record came from."""
-        atomic_write(long.with_name(PROFILE_ERRORS), "{}")
-        if csv is not None:  # a capture keeps the exact values, not ncu's rounded CSV
-            csv.write_text(f"# replayed from capture {self.capture.name}: no ncu CSV\n")
-        variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)[1]
-        ok = set(profiled_ids(read_records(measure), variant.profiled))
+    def profile(self, members: Sequence[Member], chunks: Path, log: Log) -> None:
+        """Each member's profile from the capture (``chunks``: unused, nothing is profiled)."""
+        for member in members:
+            member.out.mkdir(parents=True, exist_ok=True)
+            self._profile(member, log)
+
+    def _profile(self, member: Member, log: Log) -> None:
+        """The capture's exact ncu values of the member's configurations that measured ok (a
+        capture holds only profiles ncu took: no configuration has a profile error), from
+        the folder each one's record came from."""
+        plan, out = member.plan, member.out
+        atomic_write(out / PROFILE_ERRORS, "{}")
+        # a capture keeps the exact values, not ncu's rounded CSV
+        (out / NCU_RAW).write_text(f"# replayed from capture {self.capture.name}: no ncu CSV\n")
+        ok = set(member.ids)
         where, _ = require(self.capture, plan, sorted(ok), "timing record")
         by_folder: dict[Path, set[str]] = {}
         for config, folder in where.items():
             by_folder.setdefault(folder, set()).add(config)
-        _replay_extras(by_folder, long.parent)
+        _replay_extras(by_folder, out)
         kept = []
         for folder, ids in by_folder.items():
             source = folder / NCU_LONG
@@ -76,7 +83,7 @@ class ReplayRunner:
         missing = sorted(ok - set(table["config_id"]))
         if missing:
             raise NcuflowError(missing_message(self.capture, plan, missing, "ncu profile"))
-        write_long(table, long)
+        write_long(table, out / NCU_LONG)
 
     def device_facts(self, out: Path, ceilings: Path | None) -> None:
         """The capture's device, marked as replayed from it (its ceilings are the capture's)."""

@@ -34,7 +34,7 @@ from ..vocab import (
 )
 from .checks import check_grid, check_sections, no_floats
 from .expand import DeviceLimits, Scan, VariantGrid, size_grid
-from .parts import part_expected_s, part_starts
+from .parts import part_expected_s, part_starts, profile_groups
 
 BUNDLED_KERNELS = Path(__file__).resolve().parents[3] / "kernels"  # the workflow's own
 PLANS = Path(".snakemake") / "ncuflow" / "plans"  # where the workflow keeps plans for jobs
@@ -71,6 +71,9 @@ class Study:
         default_factory=dict, compare=False, repr=False
     )
     _starts: dict[tuple[str, str], tuple[int, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    _groups: dict[str, list[list[tuple[str, str]]]] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -117,6 +120,46 @@ class Study:
         index = int(part[1:])
         stop = starts[index + 1] if index + 1 < len(starts) else scan.size
         return round(part_expected_s(scan.pending, scan.expected_s, starts[index], stop))
+
+    def profile_jobs(self, experiment: str) -> list[str]:
+        """An experiment's profile jobs (b0, b1, ...): each takes up to
+        ``ncu.variants_per_job`` of its measure jobs, so that ncu and the profiled process
+        start once for all of them (study.parts.profile_groups)."""
+        return [f"b{i}" for i in range(len(self._profile_groups(experiment)))]
+
+    def _profile_groups(self, experiment: str) -> list[list[tuple[str, str]]]:
+        if experiment not in self._groups:
+            exp = self.experiments[experiment]
+            jobs = [(v, p) for v in exp.variants for p in self.parts(experiment, v)]
+            # what profiling a job costs: nothing for one ncu does not profile
+            expected = [self.priority(experiment, v, p) * self.gpus(experiment, v)
+                        * exp.family.variant(v).profiled for v, p in jobs]  # fmt: skip
+            groups = profile_groups(expected, self.config["ncu"]["variants_per_job"])
+            self._groups[experiment] = [[jobs[i] for i in group] for group in groups]
+        return self._groups[experiment]
+
+    def profile_job_of(self, experiment: str, variant: str, part: str) -> str:
+        """The profile job that takes a measure job."""
+        for i, group in enumerate(self._profile_groups(experiment)):
+            if (variant, part) in group:
+                return f"b{i}"
+        raise KeyError((experiment, variant, part))
+
+    def _taken(self, experiment: str, job: str) -> list[tuple[str, str]]:
+        """(variant, part) of each measure job a profile job takes."""
+        return self._profile_groups(experiment)[int(job.removeprefix("b"))]
+
+    def profile_inputs(self, experiment: str, job: str, name: str) -> list[str]:
+        """The file ``name`` of each measure job a profile job takes."""
+        return [f"results/{experiment}/{v}/{p}/{name}" for v, p in self._taken(experiment, job)]
+
+    def profile_priority(self, experiment: str, job: str) -> int:
+        """A profile job's priority: its measure jobs' expected GPU seconds."""
+        return sum(self.priority(experiment, v, p) for v, p in self._taken(experiment, job))
+
+    def profile_gpus(self, experiment: str, job: str) -> int:
+        """GPUs a profile job holds: one, unless every job it takes runs on the host."""
+        return max(self.gpus(experiment, v) for v, _ in self._taken(experiment, job))
 
     @property
     def ncu(self) -> NcuSettings:

@@ -58,3 +58,19 @@ def part_expected_s(
     return math.fsum(
         expected[bisect.bisect_left(pending, start) : bisect.bisect_left(pending, stop)]
     )
+
+
+def profile_groups(expected: Sequence[float], most: int) -> list[list[int]]:
+    """Measure jobs (by index, with their expected GPU seconds) grouped into profile jobs
+    of at most ``most`` each, as few as that allows: the longest goes first, each to the
+    group with the least time so far that has room, so that the groups take about equal
+    time; each group keeps its jobs in their given order."""
+    count = -(-len(expected) // most)
+    groups: list[list[int]] = [[] for _ in range(count)]
+    totals = [0.0] * count
+    for index in sorted(range(len(expected)), key=lambda i: (-expected[i], i)):
+        open_groups = [g for g in range(count) if len(groups[g]) < most]
+        target = min(open_groups, key=lambda g: (totals[g], g))
+        groups[target].append(index)
+        totals[target] += expected[index]
+    return [sorted(group) for group in groups]
