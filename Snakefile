@@ -4,7 +4,6 @@
 # rule (docs/design.md).
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -50,7 +49,7 @@ envvars:
 
 
 from ncuflow.capture.folder import capture_dir
-from ncuflow.cli import command_line
+from ncuflow.cli import command_line, copy_command
 from ncuflow.console import quiet_scheduler
 from ncuflow.capture.records import REPLAY_CHECKED, unreplayable
 from ncuflow.device.mode import mode_line, replays_here
@@ -150,6 +149,7 @@ localrules:
     summary,
     device_table,
     devices,
+    measured,
     profiled,
 
 

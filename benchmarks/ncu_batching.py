@@ -23,7 +23,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from ncuflow.measure.stage import measure_stage
+from ncuflow.measure.stage import measure_plan
 from ncuflow.metrics import required_metrics
 from ncuflow.ncu import (
     NcuSettings,
@@ -52,7 +52,7 @@ def main() -> int:
         work = Path(tmp)
         plan, measure = work / "plan.json", work / "measure.json"
         plan.write_text(study.plan("ncu_batching", "naive").to_json())
-        measure_stage(plan, measure, quiet)
+        measure_plan(plan, measure, quiet)
         ids = [r.config_id for r in study.experiments["ncu_batching"].rows("naive")]
         member = Member(plan, measure, work / "one")
         batch = Batch([member])

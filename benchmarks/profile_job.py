@@ -28,7 +28,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from ncuflow.measure.stage import measure_stage
+from ncuflow.measure.stage import measure_plan
 from ncuflow.metrics import required_metrics
 from ncuflow.ncu import NcuSettings, available_metrics, export_csv, find_ncu, ncu_command, run_ncu
 from ncuflow.profile.explain import read_findings, read_source_lines
@@ -75,7 +75,7 @@ def main(variant: str) -> int:
 
         print(f"{variant}: {len(ids)} configurations")
         timed("measure stage (worker: inputs, build, check, time)",
-              lambda: measure_stage(plan, measure, quiet))  # fmt: skip
+              lambda: measure_plan(plan, measure, quiet))  # fmt: skip
         metrics = timed(
             "the metrics this GPU has (ncu --query-metrics)",
             lambda: available_metrics(ncu, required_metrics(), quiet),

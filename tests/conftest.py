@@ -171,9 +171,8 @@ def replayed(capture: str) -> dict[str, pd.DataFrame]:
             base.mkdir(parents=True)
             plan, plan_path = study.plan(experiment, variant), base / "plan.json"
             plan_path.write_text(plan.to_json())
-            runner.measure(plan, plan_path, base / "measure.json", base / "device.json",
-                           lambda line: None)  # fmt: skip
             member = Member(plan_path, base / "measure.json", base)
+            runner.measure([member], base / "journal.jsonl", lambda line: None)
             runner.profile([member], base / "chunks", lambda line: None)
             long = pd.read_parquet(base / "ncu_long.parquet")
             config_metrics(long).to_parquet(base / "metrics.parquet")
@@ -190,7 +189,7 @@ def measure_study(
     """Every (experiment, variant) of a study through the measure stage, each timed
     ``repeats`` times; the records by variant (plans and records stay in ``tmp_path``).
     ``config`` adds to the study's config (timing settings, device limits)."""
-    from ncuflow.measure.stage import measure_stage
+    from ncuflow.measure.stage import measure_plan
     from ncuflow.study.config import load_study
 
     timing = {"warmup": 1, "min_repeats": repeats, "max_repeats": repeats,
@@ -202,7 +201,7 @@ def measure_study(
         plan = tmp_path / f"{experiment}.{variant}.plan.json"
         plan.write_text(study.plan(experiment, variant).to_json())
         out = tmp_path / f"{experiment}.{variant}.measure.json"
-        measure_stage(plan, out, lambda line: None)
+        measure_plan(plan, out, lambda line: None)
         found.setdefault(variant, {}).update(json.loads(out.read_text()))
     return found
 

@@ -18,7 +18,7 @@ from ncuflow.analyze.collect import collect
 from ncuflow.analyze.derive import config_metrics
 from ncuflow.errors import ConfigError, NcuflowError
 from ncuflow.measure.problem import POISON_BITS, Problem, call_with, compare, draw, poisoned
-from ncuflow.measure.stage import measure_stage
+from ncuflow.measure.stage import measure_plan
 from ncuflow.spec import Check, SpecError, Tensor, load_family
 from ncuflow.study.config import load_study
 from ncuflow.study.expand import DeviceLimits, VariantGrid
@@ -45,7 +45,7 @@ def _measure(tmp_path: Path, config: dict, variant: str = "numpy_gather") -> tup
     study = load_study(config)
     plan, out = tmp_path / f"{variant}.plan.json", tmp_path / f"{variant}.measure.json"
     plan.write_text(study.plan("g", variant).to_json())
-    measure_stage(plan, out, lambda line: None)
+    measure_plan(plan, out, lambda line: None)
     return plan, out
 
 

@@ -14,7 +14,7 @@ from ncuflow.limits import time_limit
 from ncuflow.measure import journal
 from ncuflow.measure.build import ROW_COPY_BLOCK, Launcher, row_copy_shape
 from ncuflow.measure.clock import GATE_COMMANDS, time_config, time_launches
-from ncuflow.measure.stage import measure_stage
+from ncuflow.measure.stage import measure_plan
 from ncuflow.measure.timing import TimingPolicy, timing_stats
 from ncuflow.plan import Plan, Record, Timing
 from ncuflow.study.config import load_study
@@ -43,23 +43,27 @@ def test_records_survive_a_line_cut_short(tmp_path: Path) -> None:
 # A stand-in for the GPU worker: records each configuration, and dies (as a kernel fault
 # would take the process down) on the one named in CRASH_ON, once.
 FAKE_WORKER = """
-import os, sys, time
+import json, os, sys, time
 from pathlib import Path
 sys.path.insert(0, {workflow!r})
 from ncuflow.measure import journal
 from ncuflow.plan import Plan, Record
-plan, path = Plan.load(Path(sys.argv[1])), Path(sys.argv[2])
+from ncuflow.vocab import target_id
+path = Path(sys.argv[2])
 done, _ = journal.read(path)
-for row in plan.pending:
-    if row.config_id in done:
-        continue
-    journal.started(path, row.config_id)
-    if row.config_id == os.environ.get("CRASH_ON"):
-        os.abort()
-    if row.config_id == os.environ.get("HANG_ON"):
-        time.sleep(3600)
-    record = Record("ok", rel_error=0.0, time_ms=1.0, fingerprint=plan.fingerprint(row))
-    journal.finished(path, row.config_id, record)
+for entry in json.loads(Path(sys.argv[1]).read_text()):
+    plan = Plan.load(Path(entry["plan"]))
+    for row in plan.pending:
+        target = target_id(entry["member"], row.config_id)
+        if target in done:
+            continue
+        journal.started(path, target)
+        if row.config_id == os.environ.get("CRASH_ON"):
+            os.abort()
+        if row.config_id == os.environ.get("HANG_ON"):
+            time.sleep(3600)
+        record = Record("ok", rel_error=0.0, time_ms=1.0, fingerprint=plan.fingerprint(row))
+        journal.finished(path, target, record)
 """
 
 
@@ -83,7 +87,7 @@ def test_a_crash_costs_one_configuration_and_the_sweep_goes_on(
     ids = [c["config_id"] for c in json.loads(plan.read_text())["configs"]]
     monkeypatch.setenv("CRASH_ON", ids[1])
     out = tmp_path / "measure.json"
-    measure_stage(plan, out, lambda line: None, worker=fake_worker)
+    measure_plan(plan, out, lambda line: None, worker=fake_worker)
     result = json.loads(out.read_text())
     assert list(result) == ids
     assert [r["status"] for r in result.values()] == ["ok", LAUNCH_ERROR, "ok", "ok"]
@@ -98,9 +102,9 @@ def test_an_interrupted_run_resumes_from_its_records(
     first = Plan.load(plan).configs[0]
     partial = tmp_path / "measure.json.partial.jsonl"
     earlier = Record("ok", time_ms=42.0, fingerprint=Plan.load(plan).fingerprint(first))
-    journal.finished(partial, first.config_id, earlier)
+    journal.finished(partial, f"naive.p0.{first.config_id}", earlier)  # its target id
     logged: list[str] = []
-    measure_stage(plan, tmp_path / "measure.json", logged.append, worker=fake_worker)
+    measure_plan(plan, tmp_path / "measure.json", logged.append, worker=fake_worker)
     result = json.loads((tmp_path / "measure.json").read_text())
     assert result[first.config_id]["time_ms"] == 42.0  # kept, not measured again
     assert logged[0] == "resuming: 1 of 4 configurations measured by an earlier run"
@@ -110,15 +114,16 @@ def test_stale_records_are_measured_again(tmp_path: Path, fake_worker: list[str]
     plan = _plan(tmp_path)
     first = Plan.load(plan).configs[0].config_id
     partial = tmp_path / "measure.json.partial.jsonl"
-    journal.finished(partial, first, Record("ok", time_ms=42.0, fingerprint="from-other-sources"))
-    measure_stage(plan, tmp_path / "measure.json", lambda line: None, worker=fake_worker)
+    stale = Record("ok", time_ms=42.0, fingerprint="from-other-sources")
+    journal.finished(partial, f"naive.p0.{first}", stale)
+    measure_plan(plan, tmp_path / "measure.json", lambda line: None, worker=fake_worker)
     assert json.loads((tmp_path / "measure.json").read_text())[first]["time_ms"] == 1.0
 
 
 def test_a_worker_that_cannot_start_is_one_clear_error(tmp_path: Path) -> None:
     broken = [sys.executable, "-c", "import sys; sys.exit('CuPy is not installed')"]
     with pytest.raises(NcuflowError, match="failed before any kernel ran:\nCuPy is not installed"):
-        measure_stage(_plan(tmp_path), tmp_path / "m.json", lambda line: None, worker=broken)
+        measure_plan(_plan(tmp_path), tmp_path / "m.json", lambda line: None, worker=broken)
 
 
 def test_a_configuration_that_hangs_is_killed_and_the_sweep_goes_on(
@@ -132,12 +137,12 @@ def test_a_configuration_that_hangs_is_killed_and_the_sweep_goes_on(
     monkeypatch.setenv("HANG_ON", ids[2])
     logged: list[str] = []
     started = time.monotonic()
-    measure_stage(plan, tmp_path / "measure.json", logged.append, worker=fake_worker)
+    measure_plan(plan, tmp_path / "measure.json", logged.append, worker=fake_worker)
     assert time.monotonic() - started < 30
     result = json.loads((tmp_path / "measure.json").read_text())
     assert [r["status"] for r in result.values()] == ["ok", "ok", TIMEOUT, "ok"]
     assert result[ids[2]]["error"].startswith("no result after 2 s (its time limit")
-    assert f"{ids[2]}: timeout after 2 s" in logged
+    assert f"naive.p0.{ids[2]}: timeout after 2 s" in logged  # named by variant and part
 
 
 def test_the_time_limit_grows_with_the_work_of_a_configuration() -> None:

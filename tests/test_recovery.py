@@ -167,30 +167,34 @@ def test_only_job_files_cut_short_are_removed(tmp_path: Path) -> None:
 # A stand-in for the GPU's measuring worker: each configuration takes a moment, and the
 # record it makes depends on the configuration only (as a fixed seed's would).
 SLOW_WORKER = """
-import sys, time
+import json, sys, time
 from pathlib import Path
 sys.path.insert(0, {workflow!r})
 from ncuflow.measure import journal
 from ncuflow.plan import Plan, Record
-plan, path = Plan.load(Path(sys.argv[1])), Path(sys.argv[2])
+from ncuflow.vocab import target_id
+path = Path(sys.argv[2])
 done, _ = journal.read(path)
-for row in plan.pending:
-    if row.config_id not in done:
-        journal.started(path, row.config_id)
-        time.sleep(0.15)
-        record = Record("ok", rel_error=0.0, time_ms=float(len(row.config_id)),
-                        fingerprint=plan.fingerprint(row))
-        journal.finished(path, row.config_id, record)
+for entry in json.loads(Path(sys.argv[1]).read_text()):
+    plan = Plan.load(Path(entry["plan"]))
+    for row in plan.pending:
+        target = target_id(entry["member"], row.config_id)
+        if target not in done:
+            journal.started(path, target)
+            time.sleep(0.15)
+            record = Record("ok", rel_error=0.0, time_ms=float(len(row.config_id)),
+                            fingerprint=plan.fingerprint(row))
+            journal.finished(path, target, record)
 """
 STAGE = """
 import sys
 from pathlib import Path
 sys.path.insert(0, {workflow!r})
 from ncuflow.children import stop_on_signals
-from ncuflow.measure.stage import measure_stage
+from ncuflow.measure.stage import measure_plan
 stop_on_signals()
-measure_stage(Path(sys.argv[1]), Path(sys.argv[2]), lambda line: None,
-              worker=[sys.executable, sys.argv[3]])
+measure_plan(Path(sys.argv[1]), Path(sys.argv[2]), lambda line: None,
+             worker=[sys.executable, sys.argv[3]])
 """
 
 

@@ -52,9 +52,10 @@ def _plan(sizes: list[int], variant: str = "naive") -> Plan:
 def _replay(plan: Plan, folder: Path, tmp_path: Path) -> tuple[Path, Path]:
     runner = ReplayRunner(folder)
     measure, long = tmp_path / "measure.json", tmp_path / "ncu_long.parquet"
-    runner.measure(plan, tmp_path / "plan.json", measure, tmp_path / "device.json", _quiet)
     (tmp_path / "plan.json").write_text(plan.to_json())
-    runner.profile([Member(tmp_path / "plan.json", measure, tmp_path)], tmp_path / "chunks", _quiet)
+    job = Member(tmp_path / "plan.json", measure, tmp_path)
+    runner.measure([job], tmp_path / "journal.jsonl", _quiet)
+    runner.profile([job], tmp_path / "chunks", _quiet)
     return measure, long
 
 

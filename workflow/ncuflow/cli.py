@@ -21,10 +21,10 @@ from .children import Interrupted, stop_on_signals
 from .errors import NcuflowError
 from .files import atomic_write, local_path, read_json
 from .ncu import NcuSettings
-from .plan import Plan
+from .plan import Job, Plan
 from .runlock import hold_for_run
 from .runlog import record_stage
-from .vocab import METRICS, NCU_LONG, VERSION
+from .vocab import MEASURE, METRICS, NCU_LONG, PLAN, VERSION
 
 if TYPE_CHECKING:
     from .runners import Runner
@@ -68,12 +68,17 @@ def _job(plan_path: Path) -> tuple[Plan, bool]:
 
 
 def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    if args.variant_plan:  # the job's part of its variant's plan, expanded here
-        from .study.config import part_plan
+    from .study.config import part_plan
 
-        atomic_write(args.plan, part_plan(args.variant_plan, args.part).to_json())
-    plan, on_gpu = _job(args.plan)
-    _runner(args, log, exclusive=on_gpu).measure(plan, args.plan, args.out, args.device_out, log)
+    jobs = []
+    for variant_plan, part in args.job:  # each job's part of its variant's plan, expanded here
+        plan = part_plan(Path(variant_plan), part)
+        folder = args.out / plan.variant / part
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(folder / PLAN, plan.to_json())
+        jobs.append(Job(folder / PLAN, folder / MEASURE, folder, part))
+    on_gpu = any(_job(job.plan_path)[1] for job in jobs)
+    _runner(args, log, exclusive=on_gpu).measure(jobs, args.journal, log)
 
 
 def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -242,14 +247,16 @@ def _ncu_args(p: argparse.ArgumentParser) -> None:
 
 def _gpu_stages(sub: Subparsers) -> None:
     """The commands of the rules that may hold a GPU: each runs on a runner (gpu or replay)."""
-    p = _stage(sub, "measure", _measure, "compile, check and time every configuration of a plan")
-    p.add_argument("--plan", type=Path, required=True,
-                   help="the job's plan; written first where --variant-plan is given")  # fmt: skip
-    p.add_argument("--variant-plan", type=Path, help="a variant's plan (Study.plan_file)")
-    p.add_argument("--part", default="p0", help="the part of --variant-plan this job measures")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--device-out", type=Path, required=True,
-                   help="the facts of the GPU (or host) this job ran on")  # fmt: skip
+    p = _stage(sub, "measure", _measure,
+               "compile, check and time the configurations of measure jobs")  # fmt: skip
+    p.add_argument("--job", nargs=2, action="append", required=True,
+                   metavar=("VARIANT_PLAN", "PART"),
+                   help="a variant's plan (Study.plan_file) and the part of it to measure; "
+                        "again for each job of the batch")  # fmt: skip
+    p.add_argument("--out", type=Path, required=True,
+                   help="each job's plan, records, device: OUT/<variant>/<part>/")  # fmt: skip
+    p.add_argument("--journal", type=Path, required=True,
+                   help="every record as it is made, kept for a run that resumes")  # fmt: skip
     _mode_args(p)
     p = _stage(sub, "profile", _profile,
                "profile the configurations of measure jobs, a chunk per ncu process")  # fmt: skip
@@ -346,6 +353,12 @@ def command_line(name: str, *args: object) -> str:
     words = [str(python) if python.is_absolute() else f"./{python}", "-m", "ncuflow", name,
              *_flat(args)]  # fmt: skip
     return " ".join(shlex.quote(word) for word in words)
+
+
+def copy_command(folder: str, outputs: Iterable[str]) -> str:
+    """The shell command that gives a measure job its files from its batch's ``folder``
+    (each output's name, copied from there), every word quoted."""
+    return " && ".join(shlex.join(["cp", f"{folder}/{Path(out).name}", out]) for out in outputs)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -348,3 +348,34 @@ def read_records(path: Path, fix: str = RERUN) -> dict[str, Record]:
 def records_json(records: dict[str, Record]) -> str:
     """measure.json's text."""
     return json.dumps({cid: rec.to_json() for cid, rec in records.items()}, indent=1)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One measure job's files: its plan, its records, and the folder of the rest (its
+    device facts, its profile). A GPU job may take several (a batch), which name them by
+    ``key``, ``<variant>.<part>`` (vocab.target_id)."""
+
+    plan_path: Path
+    measure_path: Path
+    out: Path
+    part: str = "p0"
+
+    @property
+    def plan(self) -> Plan:
+        return _plan_of(self.plan_path)
+
+    @property
+    def key(self) -> str:
+        return f"{self.plan.variant}.{self.part}"
+
+
+_loaded: dict[Path, tuple[float, Plan]] = {}
+
+
+def _plan_of(path: Path) -> Plan:
+    """A plan file read once per process (again where it changed since)."""
+    stamp = path.stat().st_mtime
+    if path not in _loaded or _loaded[path][0] != stamp:
+        _loaded[path] = (stamp, Plan.load(path))
+    return _loaded[path][1]

@@ -1,6 +1,6 @@
-# Stage 2 (GPU): ncu profiles every configuration that ran to the end, of up to
-# ncu.variants_per_job measure jobs of an experiment at once (profile job b0, b1, ...:
-# ncu and the profiled process start once per chunk, not once per variant), ncu.chunk_size
+# Stage 2 (GPU): ncu profiles every configuration that ran to the end, of the measure jobs
+# of a batch (b0, b1, ...: as rule measure takes them; ncu and the profiled process start
+# once per chunk, not once per variant), ncu.chunk_size
 # per ncu process (each chunk kept in chunks/ as it completes, so an interrupted run
 # profiles again only what was missing). Each measure job's files go to its folder under
 # profiled/: every numeric value of the reports, at full precision, into ncu_long.parquet,
@@ -13,15 +13,15 @@
 
 rule profile:
     input:
-        plans=lambda wc: STUDY.profile_inputs(wc.experiment, wc.batch, PLAN),
-        measures=lambda wc: STUDY.profile_inputs(wc.experiment, wc.batch, MEASURE),
+        plans=lambda wc: STUDY.batch_files(wc.experiment, wc.batch, PLAN),
+        measures=lambda wc: STUDY.batch_files(wc.experiment, wc.batch, MEASURE),
     output:
         directory("results/{experiment}/profile.{batch}/profiled"),
     log:
         "results/{experiment}/profile.{batch}/logs/profile.log",
-    priority: lambda wc: STUDY.profile_priority(wc.experiment, wc.batch)
+    priority: lambda wc: STUDY.batch_priority(wc.experiment, wc.batch)
     resources:
-        gpu=lambda wc: STUDY.profile_gpus(wc.experiment, wc.batch),
+        gpu=lambda wc: STUDY.batch_gpus(wc.experiment, wc.batch),
     params:
         cmd=lambda wc, input, output: command_line(
             "profile",
@@ -40,18 +40,14 @@ rule profile:
 
 rule profiled:
     input:
-        lambda wc: "results/{experiment}/profile.{batch}/profiled".format(
-            experiment=wc.experiment,
-            batch=STUDY.profile_job_of(wc.experiment, wc.variant, wc.part),
+        lambda wc: "results/{}/profile.{}/profiled".format(
+            wc.experiment, STUDY.batch_of(wc.experiment, wc.variant, wc.part)
         ),
     output:
         [f"results/{{experiment}}/{{variant}}/{{part}}/{name}" for name in PROFILED],
     params:
-        cmd=lambda wc, input, output: " && ".join(
-            shlex.join(
-                ["cp", f"{input[0]}/{wc.variant}/{wc.part}/{Path(path).name}", path]
-            )
-            for path in output
+        cmd=lambda wc, input, output: copy_command(
+            f"{input[0]}/{wc.variant}/{wc.part}", output
         ),
     shell:
         "{params.cmd}"

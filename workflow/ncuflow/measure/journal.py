@@ -15,10 +15,10 @@ import os
 import sys
 from pathlib import Path
 
-from ..files import append_line
+from ..files import append_line, atomic_write
 from ..plan import Record
 
-# The command of a worker (measure.worker), followed by the plan and the journal.
+# The command of a worker (measure.worker), followed by its work list and the journal.
 WORKER = (sys.executable, "-m", "ncuflow.measure.worker")
 # The worker exits with this code after a fault that leaves the CUDA context unusable.
 EXIT_CONTEXT_LOST = 3
@@ -84,3 +84,10 @@ def read(path: Path) -> tuple[dict[str, Record], list[str]]:
         elif entry.get("event") == "done":
             done[entry["config_id"]] = Record.from_json(entry["record"], f"{path}: a record")
     return done, [c for c in begun if c not in done]
+
+
+def rewrite(path: Path, records: dict[str, Record]) -> None:
+    """The journal with only ``records`` (those of an earlier run that still match)."""
+    lines = [json.dumps({"event": "done", "config_id": c, "record": r.to_json()})
+             for c, r in records.items()]  # fmt: skip
+    atomic_write(path, "".join(line + "\n" for line in lines))

@@ -1,12 +1,14 @@
-"""The measure stage (rule ``measure``): a plan's pending configurations compiled, checked
-and timed by a worker process (measure.worker), restarted after a crash and killed when a
-configuration outlives its time limit, until every one has a record; then measure.json.
+"""The measure stage (rule ``measure``): the pending configurations of a batch's measure
+jobs compiled, checked and timed by one worker process (measure.worker), restarted after a
+crash and killed when a configuration outlives its time limit, until every one has a
+record; then each job's measure.json.
 
 Records of an earlier, interrupted run are reused where their fingerprint matches.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tempfile
 import time
@@ -17,8 +19,8 @@ from ..children import spawn, stop
 from ..errors import NcuflowError
 from ..files import atomic_write
 from ..limits import time_limit
-from ..plan import Plan, Record, records_json
-from ..vocab import JOURNAL_SUFFIX, OK
+from ..plan import ConfigRow, Job, Record, records_json
+from ..vocab import JOURNAL_SUFFIX, OK, target_id
 from . import journal
 from .journal import EXIT_CONTEXT_LOST, WORKER
 
@@ -51,33 +53,41 @@ def watch(
 
 
 def measure_stage(
-    plan_path: Path,
-    out_path: Path,
+    jobs: Sequence[Job],
+    journal_path: Path,
     log: Callable[[str], None],
     worker: Sequence[str] = WORKER,
 ) -> None:
-    """Run measure workers until every pending configuration has a record; write them all.
+    """Run measure workers until every pending configuration of ``jobs`` (one measure job,
+    or the several a batch takes) has a record; write each job's measure.json.
 
-    ``worker`` is the command of the worker process (followed by plan and journal paths).
-    """
-    plan = Plan.load(plan_path)
-    pending = {row.config_id: row for row in plan.pending}
-    partial = out_path.with_name(out_path.name + JOURNAL_SUFFIX)
-    done, _ = journal.read(partial)
-    if any(rec.fingerprint != plan.fingerprint(pending[c]) for c, rec in done.items()
-           if c in pending):  # fmt: skip
-        log("records of an earlier run no longer match their configurations: measuring anew")
-        partial.unlink()
-    elif done:
-        log(f"resuming: {len(done)} of {len(pending)} configurations measured by an earlier run")
-    command = [*worker, str(plan_path), str(partial)]
-    limits = {c: time_limit(plan.timing, row) for c, row in pending.items()}
-    while not pending.keys() <= (done := journal.read(partial)[0]).keys():
-        returncode, tail, killed = watch(command, partial, limits)
-        after, crashed = journal.read(partial)
+    One worker measures them all, one job after another (it starts once per batch, and
+    again only after a crash or a kill); ``worker`` is its command (followed by the work
+    list and the journal, ``journal_path``, which holds every record as it is made, under
+    its target id: the next run reuses those whose fingerprint still matches)."""
+    pending = {target_id(job.key, row.config_id): (job, row)
+               for job in jobs for row in job.plan.pending}  # fmt: skip
+    fingerprints = {t: job.plan.fingerprint(row) for t, (job, row) in pending.items()}
+    earlier = journal.read(journal_path)[0]
+    kept = {t: r for t, r in earlier.items() if fingerprints.get(t) == r.fingerprint}
+    if len(kept) < len(earlier):
+        log("records of an earlier run no longer match their configurations: measuring "
+            "those anew")  # fmt: skip
+        journal.rewrite(journal_path, kept)
+    if kept:
+        log(f"resuming: {len(kept)} of {len(pending)} configurations measured by an earlier run")
+    worklist = journal_path.with_name(journal_path.name + ".work.json")
+    atomic_write(worklist, json.dumps([{"member": job.key, "plan": str(job.plan_path)}
+                                       for job in jobs], indent=1))  # fmt: skip
+    command = [*worker, str(worklist), str(journal_path)]
+    limits = {t: time_limit(job.plan.timing, row) for t, (job, row) in pending.items()}
+    done = kept
+    while not pending.keys() <= done.keys():
+        returncode, tail, killed = watch(command, journal_path, limits)
+        after, crashed = journal.read(journal_path)
         if killed:
-            record = Record.timed_out(limits[killed], plan.fingerprint(pending[killed]))
-            journal.finished(partial, killed, record)
+            record = Record.timed_out(limits[killed], fingerprints[killed])
+            journal.finished(journal_path, killed, record)
             log(f"{killed}: timeout after {limits[killed]:.0f} s")
         elif returncode in (0, EXIT_CONTEXT_LOST):
             if len(after) == len(done):
@@ -85,16 +95,41 @@ def measure_stage(
         elif crashed:
             # the configuration it was running took the process down: record it and go on
             culprit = crashed[-1]
-            record = Record.crashed(returncode, tail, plan.fingerprint(pending[culprit]))
-            journal.finished(partial, culprit, record)
+            record = Record.crashed(returncode, tail, fingerprints[culprit])
+            journal.finished(journal_path, culprit, record)
         else:
             raise NcuflowError(f"the measuring worker failed before any kernel ran:\n{tail}")
-    spent = journal.phases(partial)
-    for config_id in pending:
-        rec = done[config_id]
+        done = journal.read(journal_path)[0]
+    _report(pending, done, journal.phases(journal_path), log)
+    for job in jobs:
+        records = {row.config_id: done[target_id(job.key, row.config_id)]
+                   for row in job.plan.pending}  # fmt: skip
+        atomic_write(job.measure_path, records_json(records))
+    journal_path.unlink()
+    worklist.unlink()
+
+
+def measure_plan(
+    plan_path: Path, out_path: Path, log: Callable[[str], None], worker: Sequence[str] = WORKER
+) -> None:
+    """One plan measured alone, its journal beside ``out_path`` (the tests, the benchmarks)."""
+    job = Job(plan_path, out_path, out_path.parent)
+    measure_stage([job], out_path.with_name(out_path.name + JOURNAL_SUFFIX), log, worker)
+
+
+def _report(
+    pending: dict[str, tuple[Job, ConfigRow]],
+    done: dict[str, Record],
+    spent: dict[str, dict[str, float]],
+    log: Callable[[str], None],
+) -> None:
+    """One line per configuration (its status, its time or error, where the worker's time
+    went), and the totals."""
+    for target in pending:
+        rec = done[target]
         shown = f"{rec.time_ms:.4f} ms" if rec.status == OK else rec.error[:300]
-        where = ", ".join(f"{k} {v:.2f} s" for k, v in spent.get(config_id, {}).items())
-        log(f"{config_id}: {rec.status} {shown}" + (f" ({where})" if where else ""))
+        where = ", ".join(f"{k} {v:.2f} s" for k, v in spent.get(target, {}).items())
+        log(f"{target}: {rec.status} {shown}" + (f" ({where})" if where else ""))
     totals: dict[str, float] = {}
     for phases in spent.values():
         for name, seconds in phases.items():
@@ -104,5 +139,3 @@ def measure_stage(
             "where the workers' time went: "
             + ", ".join(f"{k} {v:.1f} s" for k, v in totals.items())
         )
-    atomic_write(out_path, records_json({c: done[c] for c in pending}))
-    partial.unlink()

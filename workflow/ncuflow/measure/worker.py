@@ -1,6 +1,7 @@
-"""The measuring worker (``python -m ncuflow.measure.worker PLAN JOURNAL``): a process
-that compiles, checks and times every pending configuration of a plan that has no record
-in the journal yet, appending each record as it is made.
+"""The measuring worker (``python -m ncuflow.measure.worker WORKLIST JOURNAL``): a process
+that compiles, checks and times every pending configuration of the plans its work list
+names (the measure jobs of a batch, in order) that has no record in the journal yet,
+appending each record, under its target id, as it is made.
 
 It runs apart from the stage (measure.stage), which restarts it when a kernel takes the
 CUDA context down (the worker then exits with ``EXIT_CONTEXT_LOST``) or kills it when a
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import re
 import sys
 import time
@@ -20,7 +22,7 @@ from pathlib import Path
 from ..gpu import cuda_errors, cupy, measured_on
 from ..plan import ConfigRow, Plan, Record, Timing
 from ..spec import Family, Variant, load_variant
-from ..vocab import COMPILE_ERROR, LAUNCH_ERROR, OK, SKIPPED, WRONG_RESULT
+from ..vocab import COMPILE_ERROR, LAUNCH_ERROR, OK, SKIPPED, WRONG_RESULT, target_id
 from . import journal
 from .build import LaunchRefused, build_launcher
 from .clock import Gate, l2_flush, time_config
@@ -117,41 +119,57 @@ def missing_modules(variant: Variant) -> list[str]:
     return [m for m in variant.requires if importlib.util.find_spec(m) is None]
 
 
-def measure_worker(plan_path: Path, journal_path: Path) -> int:
-    """Measure every pending configuration that has no record yet; append records."""
-    plan = Plan.load(plan_path)
-    family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
+def measure_worker(worklist: Path, journal_path: Path) -> int:
+    """Measure every pending configuration of the work list's plans that has no record in
+    the journal yet; append records, each under its target id."""
     done, _ = journal.read(journal_path)
-    todo = [row for row in plan.pending if row.config_id not in done]
+    gpu: tuple[Callable[[], None] | None, Gate] | None = None  # the L2 flush and the gate
+    for entry in json.loads(worklist.read_text()):
+        plan = Plan.load(Path(entry["plan"]))
+        family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
+        todo = [row for row in plan.pending
+                if target_id(entry["member"], row.config_id) not in done]  # fmt: skip
+        if todo and variant.runs_on == "gpu" and gpu is None:
+            gpu = (l2_flush() if plan.timing.flush_l2 else None), Gate()
+        flush, gate = gpu if variant.runs_on == "gpu" and gpu else (None, None)
+        if _measure_plan(plan, family, variant, todo, entry["member"], journal_path,
+                         (flush, gate)) == EXIT_CONTEXT_LOST:  # fmt: skip
+            return EXIT_CONTEXT_LOST
+    return 0
+
+
+def _measure_plan(
+    plan: Plan, family: Family, variant: Variant, todo: list[ConfigRow], member: str,
+    journal_path: Path, timers: tuple[Callable[[], None] | None, Gate | None],
+) -> int:  # fmt: skip
+    """One plan's configurations in ``todo``: 0, or EXIT_CONTEXT_LOST where a fault left
+    the CUDA context unusable."""
     missing = missing_modules(variant)
     if missing:  # decided where the job runs: a vendor library may be on the GPU machine only
         reason = (f"variant {variant.name} requires {', '.join(missing)}, which this machine "
                   "does not have; it is skipped, never faked")  # fmt: skip
         for row in todo:
-            journal.finished(journal_path, row.config_id,
+            journal.finished(journal_path, target_id(member, row.config_id),
                              Record.failed(SKIPPED, reason, plan.fingerprint(row)))  # fmt: skip
         return 0
-    seed, device, flush, gate = inputs_seed(plan), measured_on(variant.runs_on), None, None
-    if variant.runs_on == "gpu":
-        gate = Gate()
-        if plan.timing.flush_l2:
-            flush = l2_flush()
+    seed, device, (flush, gate) = inputs_seed(plan), measured_on(variant.runs_on), timers
     for rows in by_size(todo):
         drawn: dict[str, float] = {}
         with _phase(drawn, "inputs"):  # the inputs and the reference, once per size
             problem = problem_for(plan, family, variant, rows[0], seed)
         for row in rows:
-            journal.started(journal_path, row.config_id)
+            target = target_id(member, row.config_id)
+            journal.started(journal_path, target)
             phases, drawn = dict(drawn), {}  # the first configuration of a size carries it
             record = measure_config(family, variant, row, problem, plan.timing, flush, gate,
                                     phases)  # fmt: skip
             record = record.updated(seed=seed, fingerprint=plan.fingerprint(row), device=device)
-            journal.finished(journal_path, row.config_id, record, phases)
+            journal.finished(journal_path, target, record, phases)
             if record.status == LAUNCH_ERROR and not context_alive():
                 return EXIT_CONTEXT_LOST
         del problem
     return 0
 
 
-if __name__ == "__main__":  # measure.stage starts it: python -m ncuflow.measure.worker PLAN JOURNAL
+if __name__ == "__main__":  # measure.stage starts it: python -m ncuflow.measure.worker WORK JOURNAL
     sys.exit(measure_worker(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -22,29 +22,15 @@ from pathlib import Path
 import pandas as pd
 
 from ..files import atomic_write
-from ..plan import ConfigRow, Plan, Record, profiled_ids, read_records
+from ..plan import ConfigRow, Job, Record, profiled_ids, read_records
 from ..spec import load_variant
 from ..vocab import split_target, target_id
 from .worker import worker_command
 
 
-@dataclass(frozen=True)
-class Member:
-    """One measure job in a profile job: its plan and records, and the folder its profile
-    files go to."""
-
-    plan_path: Path
-    measure_path: Path
-    out: Path
-    part: str = "p0"
-
-    @cached_property
-    def plan(self) -> Plan:
-        return Plan.load(self.plan_path)
-
-    @property
-    def key(self) -> str:
-        return f"{self.plan.variant}.{self.part}"
+class Member(Job):
+    """A measure job in a profile job: what it measured, and which of its configurations
+    ncu profiles."""
 
     @property
     def own_source(self) -> Path:

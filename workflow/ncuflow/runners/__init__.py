@@ -21,7 +21,6 @@ def open_runner(
     has (mode: auto), or as the config says; the capture must exist for a replay. An
     ``exclusive`` job (one that measures on a GPU) first claims a GPU of its own
     (runners.slots), before CUDA starts."""
-    from ..capture.folder import checked_capture
     from ..device.mode import resolve_mode
     from .slots import claim_gpu, release_gpu
 
@@ -36,6 +35,7 @@ def open_runner(
     release_gpu()
     if capture is None:
         raise NcuflowError("this job replays, but no capture was named (capture: in the config)")
+    from ..capture.folder import checked_capture  # pandas: loaded where a job replays
     from .replay import ReplayRunner
 
     return ReplayRunner(checked_capture(capture))

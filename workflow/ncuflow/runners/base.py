@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ..plan import Plan
-from ..profile.members import Member
+from ..plan import Job
+
+if TYPE_CHECKING:  # the stages' modules load pandas: a measure job needs neither
+    from ..profile.members import Member
 
 Log = Callable[[str], None]
 
@@ -15,8 +17,10 @@ Log = Callable[[str], None]
 class Runner(Protocol):
     """One implementation of the GPU stages."""
 
-    def measure(self, plan: Plan, plan_path: Path, out: Path, device_out: Path, log: Log) -> None:
-        """measure.json of a plan's pending configurations, and device.json of where."""
+    def measure(self, jobs: Sequence[Job], journal: Path, log: Log) -> None:
+        """Each job's measure.json (of its plan's pending configurations) and, in its
+        folder, device.json (where they were measured); ``journal``: where a GPU run keeps
+        every record as it is made."""
 
     def profile(self, members: Sequence[Member], chunks: Path, log: Log) -> None:
         """For each member (a measure job), in its folder: ncu_long.parquet of its

@@ -5,14 +5,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..device.facts import facts_differences, gpu_facts, job_device
 from ..files import read_json, write_json
 from ..ncu import NcuSettings
-from ..plan import Plan
-from ..profile.members import Member
+from ..plan import Job
 from ..spec import load_variant
+from ..vocab import DEVICE
 from .base import Log
+
+if TYPE_CHECKING:  # the stages' modules load pandas: a measure job needs neither
+    from ..profile.members import Member
 
 
 class GpuRunner:
@@ -21,17 +25,23 @@ class GpuRunner:
     def __init__(self, ncu: NcuSettings) -> None:
         self.ncu = ncu
 
-    def measure(self, plan: Plan, plan_path: Path, out: Path, device_out: Path, log: Log) -> None:
+    def measure(self, jobs: Sequence[Job], journal: Path, log: Log) -> None:
         from ..measure.stage import measure_stage
 
-        runs_on = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)[1].runs_on
-        here = job_device(runs_on)
-        write_json(device_out, here)
-        if runs_on == "gpu":
-            for line in facts_differences(plan.device_facts or {}, here):
-                log(line)
-                print(f"ncuflow: warning: {line}", file=sys.stderr)
-        measure_stage(plan_path, out, log)
+        here: dict[str, dict] = {}  # the facts of the GPU (or host), read once
+        warned: set[str] = set()
+        for job in jobs:
+            plan = job.plan
+            runs_on = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)[1].runs_on
+            facts = here.setdefault(runs_on, job_device(runs_on))
+            write_json(job.out / DEVICE, facts)
+            if runs_on == "gpu":
+                for line in facts_differences(plan.device_facts or {}, facts):
+                    if line not in warned:
+                        warned.add(line)
+                        log(line)
+                        print(f"ncuflow: warning: {line}", file=sys.stderr)
+        measure_stage(jobs, journal, log)
 
     def profile(self, members: Sequence[Member], chunks: Path, log: Log) -> None:
         from ..profile.stage import profile_stage

@@ -16,7 +16,7 @@ from ..capture.folder import DAMAGED
 from ..capture.records import missing_message, require
 from ..errors import NcuflowError
 from ..files import atomic_write, read_json, read_parquet, write_json
-from ..plan import Plan, records_json
+from ..plan import Job, records_json
 from ..profile.explain import FINDING_COLUMNS, LINE_COLUMNS
 from ..profile.long_table import LONG_COLUMNS, write_long
 from ..profile.members import Member
@@ -43,14 +43,16 @@ class ReplayRunner:
     def __init__(self, capture: Path) -> None:
         self.capture = capture
 
-    def measure(self, plan: Plan, plan_path: Path, out: Path, device_out: Path, log: Log) -> None:
-        """The capture's timing records of the plan's pending configurations."""
-        pending = [row.config_id for row in plan.pending]
-        where, captured = require(self.capture, plan, pending, "timing record")
-        for folder, count in Counter(where.values()).items():
-            log(f"replaying {count} timing records from {folder / MEASURE}")
-        out.write_text(records_json({c: captured[c] for c in pending}))
-        self.device_facts(device_out, None)
+    def measure(self, jobs: Sequence[Job], journal: Path, log: Log) -> None:
+        """The capture's timing records of each job's pending configurations."""
+        for job in jobs:
+            plan = job.plan
+            pending = [row.config_id for row in plan.pending]
+            where, captured = require(self.capture, plan, pending, "timing record")
+            for folder, count in Counter(where.values()).items():
+                log(f"replaying {count} timing records from {folder / MEASURE}")
+            job.measure_path.write_text(records_json({c: captured[c] for c in pending}))
+            self.device_facts(job.out / DEVICE, None)
 
     def profile(self, members: Sequence[Member], chunks: Path, log: Log) -> None:
         """Each member's profile from the capture (``chunks``: unused, nothing is profiled)."""

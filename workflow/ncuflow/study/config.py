@@ -34,7 +34,7 @@ from ..vocab import (
 )
 from .checks import check_grid, check_sections, no_floats
 from .expand import DeviceLimits, Scan, VariantGrid, size_grid
-from .parts import part_expected_s, part_starts, profile_groups
+from .parts import batch_groups, part_expected_s, part_starts
 
 BUNDLED_KERNELS = Path(__file__).resolve().parents[3] / "kernels"  # the workflow's own
 PLANS = Path(".snakemake") / "ncuflow" / "plans"  # where the workflow keeps plans for jobs
@@ -121,45 +121,53 @@ class Study:
         stop = starts[index + 1] if index + 1 < len(starts) else scan.size
         return round(part_expected_s(scan.pending, scan.expected_s, starts[index], stop))
 
-    def profile_jobs(self, experiment: str) -> list[str]:
-        """An experiment's profile jobs (b0, b1, ...): each takes up to
-        ``ncu.variants_per_job`` of its measure jobs, so that ncu and the profiled process
-        start once for all of them (study.parts.profile_groups)."""
-        return [f"b{i}" for i in range(len(self._profile_groups(experiment)))]
+    def batches(self, experiment: str) -> list[str]:
+        """An experiment's GPU jobs (b0, b1, ...: a measure job and a profile job each):
+        each takes up to ``ncu.variants_per_job`` of its parts (study.parts.batch_groups),
+        so that the measuring worker, ncu and the profiled process start once for all of
+        them; a host variant's parts are batched apart (they hold every core, no GPU)."""
+        return [f"b{i}" for i in range(len(self._batch_groups(experiment)))]
 
-    def _profile_groups(self, experiment: str) -> list[list[tuple[str, str]]]:
+    def _batch_groups(self, experiment: str) -> list[list[tuple[str, str]]]:
         if experiment not in self._groups:
             exp = self.experiments[experiment]
-            jobs = [(v, p) for v in exp.variants for p in self.parts(experiment, v)]
-            # what profiling a job costs: nothing for one ncu does not profile
-            expected = [self.priority(experiment, v, p) * self.gpus(experiment, v)
-                        * exp.family.variant(v).profiled for v, p in jobs]  # fmt: skip
-            groups = profile_groups(expected, self.config["ncu"]["variants_per_job"])
-            self._groups[experiment] = [[jobs[i] for i in group] for group in groups]
+            groups: list[list[tuple[str, str]]] = []
+            for on_gpu in (1, 0):
+                jobs = [(v, p) for v in exp.variants for p in self.parts(experiment, v)
+                        if self.gpus(experiment, v) == on_gpu]  # fmt: skip
+                expected = [self.priority(experiment, v, p) for v, p in jobs]
+                most = self.config["ncu"]["variants_per_job"]
+                groups += [[jobs[i] for i in g] for g in batch_groups(expected, most)]
+            self._groups[experiment] = groups
         return self._groups[experiment]
 
-    def profile_job_of(self, experiment: str, variant: str, part: str) -> str:
-        """The profile job that takes a measure job."""
-        for i, group in enumerate(self._profile_groups(experiment)):
+    def batch_jobs(self, experiment: str, batch: str) -> list[tuple[str, str]]:
+        """(variant, part) of each measure job a batch takes."""
+        return self._batch_groups(experiment)[int(batch.removeprefix("b"))]
+
+    def batch_of(self, experiment: str, variant: str, part: str) -> str:
+        """The batch that takes a measure job."""
+        for i, group in enumerate(self._batch_groups(experiment)):
             if (variant, part) in group:
                 return f"b{i}"
         raise KeyError((experiment, variant, part))
 
-    def _taken(self, experiment: str, job: str) -> list[tuple[str, str]]:
-        """(variant, part) of each measure job a profile job takes."""
-        return self._profile_groups(experiment)[int(job.removeprefix("b"))]
+    def batch_files(self, experiment: str, batch: str, name: str) -> list[str]:
+        """The file ``name`` of each measure job a batch takes."""
+        taken = self.batch_jobs(experiment, batch)
+        return [f"results/{experiment}/{v}/{p}/{name}" for v, p in taken]
 
-    def profile_inputs(self, experiment: str, job: str, name: str) -> list[str]:
-        """The file ``name`` of each measure job a profile job takes."""
-        return [f"results/{experiment}/{v}/{p}/{name}" for v, p in self._taken(experiment, job)]
+    def batch_priority(self, experiment: str, batch: str) -> int:
+        """A batch's priority: its measure jobs' expected GPU seconds."""
+        return sum(self.priority(experiment, v, p) for v, p in self.batch_jobs(experiment, batch))
 
-    def profile_priority(self, experiment: str, job: str) -> int:
-        """A profile job's priority: its measure jobs' expected GPU seconds."""
-        return sum(self.priority(experiment, v, p) for v, p in self._taken(experiment, job))
+    def batch_gpus(self, experiment: str, batch: str) -> int:
+        """GPUs a batch's jobs hold: one, or none for host variants (batched apart)."""
+        return self.gpus(experiment, self.batch_jobs(experiment, batch)[0][0])
 
-    def profile_gpus(self, experiment: str, job: str) -> int:
-        """GPUs a profile job holds: one, unless every job it takes runs on the host."""
-        return max(self.gpus(experiment, v) for v, _ in self._taken(experiment, job))
+    def batch_threads(self, experiment: str, batch: str, cores: int | None) -> int:
+        """Cores a batch's measure job holds (threads())."""
+        return self.threads(experiment, self.batch_jobs(experiment, batch)[0][0], cores)
 
     @property
     def ncu(self) -> NcuSettings:

@@ -60,11 +60,11 @@ def part_expected_s(
     )
 
 
-def profile_groups(expected: Sequence[float], most: int) -> list[list[int]]:
-    """Measure jobs (by index, with their expected GPU seconds) grouped into profile jobs
-    of at most ``most`` each, as few as that allows: the longest goes first, each to the
-    group with the least time so far that has room, so that the groups take about equal
-    time; each group keeps its jobs in their given order."""
+def batch_groups(expected: Sequence[float], most: int) -> list[list[int]]:
+    """Parts (by index, with their expected GPU seconds) grouped into batches of at most
+    ``most`` each, as few as that allows: the longest goes first, each to the batch with
+    the least time so far that has room, so that the batches take about equal time; each
+    batch keeps its parts in their given order."""
     count = -(-len(expected) // most)
     groups: list[list[int]] = [[] for _ in range(count)]
     totals = [0.0] * count
