@@ -2,7 +2,7 @@
 
 from conftest import minimal_config
 from ncuflow.study.config import load_study
-from ncuflow.study.parts import expected_s, part_expected_s, part_starts
+from ncuflow.study.parts import batch_groups, expected_s, part_expected_s, part_starts
 
 
 def test_parts_hold_about_equal_time_and_never_more_than_their_size() -> None:
@@ -30,3 +30,32 @@ def test_a_larger_kernel_is_expected_to_take_longer_and_its_job_goes_first() -> 
     assert len(parts) == 3 and min(priorities) > 0
     total = sum(expected_s(r.flops, r.min_bytes) for r in study.plan("sq", "naive").pending)
     assert abs(sum(priorities) - total) <= len(parts)  # each part's seconds, rounded
+
+
+def test_batches_are_as_few_as_their_size_allows_and_take_about_equal_time() -> None:
+    expected = [40.0, 1.0, 1.0, 30.0, 2.0, 25.0, 3.0, 20.0, 1.0, 5.0]
+    groups = batch_groups(expected, most=4)
+    assert len(groups) == 3 and all(len(g) <= 4 for g in groups)
+    assert sorted(i for g in groups for i in g) == list(range(10))  # each part once
+    assert all(g == sorted(g) for g in groups)  # in their given order
+    times = [sum(expected[i] for i in g) for g in groups]
+    assert max(times) - min(times) <= max(expected[i] for g in groups for i in g if len(g) > 1)
+    assert batch_groups([], most=8) == [] and batch_groups([3.0], most=8) == [[0]]
+
+
+def test_the_default_study_runs_in_a_few_batches_host_variants_apart() -> None:
+    from conftest import ROOT
+    from ncuflow.files import read_config
+    from ncuflow.study.config import load_study
+
+    study = load_study(read_config(ROOT / "config.yaml"), root=ROOT)
+    batches = study.batches("matmul_ladder")
+    assert len(batches) == 4  # 18 GPU variants in 3, cpu_blas alone
+    taken = [study.batch_jobs("matmul_ladder", b) for b in batches]
+    assert sum(len(t) for t in taken) == 19 and taken[-1] == [("cpu_blas", "p0")]
+    assert [study.batch_gpus("matmul_ladder", b) for b in batches] == [1, 1, 1, 0]
+    for batch, jobs in zip(batches, taken, strict=True):
+        assert all(study.batch_of("matmul_ladder", v, p) == batch for v, p in jobs)
+    assert study.batch_files("matmul_ladder", "b3", "plan.json") == [
+        "results/matmul_ladder/cpu_blas/p0/plan.json"
+    ]
