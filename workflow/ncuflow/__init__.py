@@ -11,6 +11,7 @@ the map.
 In a notebook::
 
     import ncuflow
+    table = ncuflow.run("config.yaml", cores=4)  # the study run through Snakemake, its table
     table = ncuflow.load("results")              # every experiment's table, one DataFrame
     long = ncuflow.load("results", metrics=True)  # every ncu metric of every kernel
     ncuflow.compare("resources/captures/h100-sxm", "results")  # (per configuration, only one side)
@@ -22,7 +23,7 @@ from typing import Any
 
 from .vocab import VERSION as __version__
 
-__all__ = ["__version__", "compare", "load", "tables"]
+__all__ = ["__version__", "compare", "load", "run", "tables"]
 
 
 def __getattr__(name: str) -> Any:
@@ -36,4 +37,8 @@ def __getattr__(name: str) -> Any:
         from .report.compare import compare
 
         return compare
+    if name == "run":
+        from .api import run
+
+        return run
     raise AttributeError(f"module 'ncuflow' has no attribute {name!r}")

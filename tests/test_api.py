@@ -1,0 +1,38 @@
+"""ncuflow.run: a study run from Python through Snakemake's API (replaying captures)."""
+
+from pathlib import Path
+
+import pytest
+
+import ncuflow
+from conftest import ROOT
+from ncuflow.errors import NcuflowError
+
+
+def test_a_study_runs_from_python_and_returns_its_table(tmp_path: Path) -> None:
+    study = ROOT / "experiments" / "transpose.yaml"
+    table = ncuflow.run(study, cores=2, mode="replay", workdir=tmp_path)
+    assert set(table["experiment"]) == {"transpose"}
+    assert len(table) == 30 and set(table["status"]) == {"ok"}
+    assert (tmp_path / "results" / "transpose" / "summary.md").is_file()
+    # the same call again: nothing to do, the same table
+    again = ncuflow.run(study, cores=2, mode="replay", workdir=tmp_path)
+    assert again.equals(table)
+
+
+def test_a_config_given_as_a_mapping_runs_only_its_experiments(tmp_path: Path) -> None:
+    config = {"capture": "h100-sxm-transpose",
+              "experiments": {"t": {"family": "transpose", "sizes": {"M": [1024], "N": "M"},
+                                    "variants": {"naive": None}}}}  # fmt: skip
+    (tmp_path / "results" / "old").mkdir(parents=True)  # another study's folder: not returned
+    table = ncuflow.run(config, cores=2, mode="replay", workdir=tmp_path,
+                        targets=["results/t/table.parquet"])  # fmt: skip
+    assert table[["experiment", "variant", "status"]].values.tolist() == [["t", "naive", "ok"]]
+
+
+def test_a_bad_config_stops_the_call_with_one_error(tmp_path: Path) -> None:
+    with pytest.raises(NcuflowError, match="the study stopped"):
+        ncuflow.run({"experiments": {"t": {"family": "no_such_family"}}}, mode="replay",
+                    workdir=tmp_path)  # fmt: skip
+    with pytest.raises(NcuflowError, match="no such config file"):
+        ncuflow.run(tmp_path / "missing.yaml", workdir=tmp_path)
