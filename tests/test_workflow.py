@@ -146,8 +146,11 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     report = snakemake(workflow_copy, "--report", "results/report.html", "--config", "mode=replay")
     assert report.returncode == 0, report.stderr[-3000:]
     html = (workflow_copy / "results" / "report.html").read_text()
-    for registered in [*(f"{f}.png" for f in STANDARD_FIGURES), "summary.csv", "device.csv"]:
+    tables = ["summary.html", "rungs.html", "findings.html", "device.html"]  # shown in place
+    for registered in [*(f"{f}.png" for f in STANDARD_FIGURES), *tables]:
         assert registered in html, registered
+    page = (results / "summary.html").read_text()
+    assert page.count("<tr>") == len(pd.read_csv(results / "summary.csv")) + 1
 
 
 def test_a_report_experiment_replays_from_its_own_capture(workflow_copy: Path) -> None:

@@ -157,10 +157,14 @@ def _device_table(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     import pandas as pd
 
     from .device.facts import facts_rows
+    from .report.tables import write_html_table
 
     rows = facts_rows(read_json(args.device))
-    pd.DataFrame(rows, columns=["fact", "value"]).to_csv(args.out, index=False)
-    log(f"wrote {args.out}: {len(rows)} facts")
+    facts = pd.DataFrame(rows, columns=["fact", "value"])
+    facts.to_csv(args.out, index=False)
+    write_html_table(facts, args.out.with_suffix(".html"), "Device facts",
+                     "The device the numbers come from, and the tools that took them.")  # fmt: skip
+    log(f"wrote {args.out} and its page: {len(rows)} facts")
 
 
 def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -168,17 +172,25 @@ def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
     from .report import rungs
     from .report.summary import markdown, summarize
+    from .report.tables import findings_page, write_html_table
     from .spec import load_family
 
     table = pd.read_parquet(args.table)
     family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
+    experiment = str(table["experiment"].iloc[0])
     summary = summarize(table, family)
     summary.to_csv(args.csv, index=False, float_format="%.6g")
-    changes = rungs.rung_changes(table, family, pd.read_parquet(args.findings))
+    findings = pd.read_parquet(args.findings)
+    changes = rungs.rung_changes(table, family, findings)
     changes.to_csv(args.rungs, index=False, float_format="%.6g")
-    text = markdown(summary, family, str(table["experiment"].iloc[0]))
+    text = markdown(summary, family, experiment)
     args.md.write_text(text + "\n" + rungs.markdown(changes))
-    log(f"wrote {args.csv}, {args.rungs} and {args.md}: {len(summary)} rows, "
+    write_html_table(summary, args.csv.with_suffix(".html"), f"{experiment}: each variant's best",
+                     "Each variant's fastest configuration per problem size.")  # fmt: skip
+    write_html_table(changes, args.rungs.with_suffix(".html"), f"{experiment}: rung to rung",
+                     "Per size, what changed from each rung to the next.")  # fmt: skip
+    findings_page(findings, args.findings.with_suffix(".html"), experiment)
+    log(f"wrote {args.csv}, {args.rungs} and {args.md} and their pages: {len(summary)} rows, "
         f"{len(changes)} rung changes")  # fmt: skip
 
 

@@ -39,8 +39,9 @@ rule device_table:
     input:
         "results/device.json",
     output:
-        report(
-            "results/device.csv",
+        csv="results/device.csv",
+        html=report(
+            "results/device.html",
             caption="../report/device.rst",
             category="device and provenance",
             labels={"table": "device facts"},
@@ -49,7 +50,7 @@ rule device_table:
         "results/logs/device_table.log",
     params:
         cmd=lambda wc, input, output: command_line(
-            "device-table", "--device", input[0], "--out", output[0]
+            "device-table", "--device", input[0], "--out", output.csv
         ),
     shell:
         "{params.cmd} --log {log:q}"

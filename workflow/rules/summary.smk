@@ -1,6 +1,7 @@
 # Stage 5: the tables a report quotes: each variant's best configuration per problem size,
 # with its share of the library baseline, speedup over the first rung, and bound; and what
-# changed between consecutive rungs of the ladder at each size.
+# changed between consecutive rungs of the ladder at each size. Each as CSV, and as a page
+# the report shows in place (sortable, filtered as one types), with every finding of ncu's.
 
 
 rule summary:
@@ -8,20 +9,29 @@ rule summary:
         table="results/{experiment}/table.parquet",
         findings="results/{experiment}/findings.parquet",
     output:
-        csv=report(
-            "results/{experiment}/summary.csv",
+        csv="results/{experiment}/summary.csv",
+        html=report(
+            "results/{experiment}/summary.html",
             caption="../report/summary.rst",
             category="{experiment}",
             subcategory="tables",
             labels={"table": "best configuration per variant and size"},
         ),
         md="results/{experiment}/summary.md",
-        rungs=report(
-            "results/{experiment}/rungs.csv",
+        rungs="results/{experiment}/rungs.csv",
+        rungs_html=report(
+            "results/{experiment}/rungs.html",
             caption="../report/rungs.rst",
             category="{experiment}",
             subcategory="tables",
             labels={"table": "what changed between rungs"},
+        ),
+        findings_html=report(
+            "results/{experiment}/findings.html",
+            caption="../report/findings.rst",
+            category="{experiment}",
+            subcategory="tables",
+            labels={"table": "Nsight Compute's findings"},
         ),
     log:
         "results/{experiment}/logs/summary.log",
