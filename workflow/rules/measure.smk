@@ -54,9 +54,11 @@ rule measured:
         plan="results/{experiment}/{variant}/{part}/plan.json",
         measure="results/{experiment}/{variant}/{part}/measure.json",
         device="results/{experiment}/{variant}/{part}/device.json",
+    log:
+        "results/{experiment}/{variant}/{part}/logs/measured.log",
     params:
         cmd=lambda wc, input, output: copy_command(
             f"{input[0]}/{wc.variant}/{wc.part}", output
         ),
     shell:
-        "{params.cmd}"
+        "({params.cmd}) 2> {log:q}"

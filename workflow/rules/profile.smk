@@ -45,9 +45,11 @@ rule profiled:
         ),
     output:
         [f"results/{{experiment}}/{{variant}}/{{part}}/{name}" for name in PROFILED],
+    log:
+        "results/{experiment}/{variant}/{part}/logs/profiled.log",
     params:
         cmd=lambda wc, input, output: copy_command(
             f"{input[0]}/{wc.variant}/{wc.part}", output
         ),
     shell:
-        "{params.cmd}"
+        "({params.cmd}) 2> {log:q}"
