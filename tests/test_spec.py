@@ -311,3 +311,19 @@ def test_the_schemas_name_what_the_code_knows() -> None:
     for declared in (family, variant):
         assert declared["$defs"]["dtype"]["enum"] == list(DTYPE_BYTES)
     assert variant["properties"]["compute"]["items"]["enum"] == list(PRECISIONS)
+
+
+def test_a_family_out_dtype_is_every_variants_unless_one_declares_its_own(tmp_path: Path) -> None:
+    """classifier with out_dtype: float16 in family.yaml: a variant that says nothing
+    writes float16 (and, its input float32, keeps it whatever dtype a config chooses);
+    wmma_batched keeps the float32 it declares."""
+    shutil.copytree(ROOT / "kernels" / "classifier", tmp_path / "classifier")
+    shutil.copytree(ROOT / "kernels" / "common", tmp_path / "common")
+    family_yaml = tmp_path / "classifier" / "family.yaml"
+    family_yaml.write_text(family_yaml.read_text().replace(
+        "dtype: float32\n", "dtype: float32\nout_dtype: float16\n", 1))  # fmt: skip
+    variants = load_family(tmp_path, "classifier").variants
+    assert (variants["baseline"].dtype, variants["baseline"].out_dtype) == ("float32", "float16")
+    assert variants["baseline"].dtypes() == ("float32", "float16")
+    assert variants["wmma_batched"].out_dtype == "float32"
+    assert load_family(ROOT / "kernels", "classifier").variants["baseline"].out_dtype == "float32"

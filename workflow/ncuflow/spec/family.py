@@ -52,6 +52,7 @@ class Family:
     reference: str
     variant_files: dict[str, Path]
     index_type: str = "int32"
+    out_dtype: str | None = None  # the variants' output dtype, unless one declares its own
     check_function: str | None = None
     draw_function: str | None = None
     restrictions: tuple[Expr, ...] = ()
@@ -69,7 +70,7 @@ class Family:
                 raise SpecError(f"{self.folder}: no variant {name!r}; its variants: "
                                 f"{', '.join(self.variant_files)}")  # fmt: skip
             view = FamilyView(self.name, self.dims, self.dtype, self.tensors, self.scalars,
-                              self.checks, self.folder.parent)  # fmt: skip
+                              self.checks, self.folder.parent, self.out_dtype)  # fmt: skip
             self._read[name] = read_variant(self.variant_files[name], view)
         return self._read[name]
 
@@ -255,6 +256,7 @@ def read_family(kernels_dir: Path, name: str) -> Family:
         checks=_checks(path, data, tensors),
         size_axis=size_axis,
         dtype=data["dtype"],
+        out_dtype=data.get("out_dtype"),
         reference=data["reference"],
         variant_files=variant_files,
         index_type=data["index_type"],

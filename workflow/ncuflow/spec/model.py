@@ -266,7 +266,7 @@ class Figure:
 @dataclass(frozen=True)
 class FamilyView:
     """What a variant's declaration is checked against: its family's name, dimensions,
-    default dtype, tensors, scalars and output checks, and the kernels folder its sources
+    default dtypes, tensors, scalars and output checks, and the kernels folder its sources
     must stay inside."""
 
     name: str
@@ -276,3 +276,4 @@ class FamilyView:
     scalars: dict[str, Scalar]
     checks: dict[str, Check]
     root: Path
+    out_dtype: str | None = None  # the family's output dtype; None: each variant's input's

@@ -73,7 +73,7 @@ def load_variant(path: Path, view: FamilyView) -> Variant:
         ),
         smem_optin=data["smem_optin"],
         dtype=own_dtype,
-        out_dtype=data.get("out_dtype", own_dtype),
+        out_dtype=data.get("out_dtype", view.out_dtype or own_dtype),
         accepts=tuple(accepts),
         baseline=data["baseline"],
         runs_on=data["runs_on"],
