@@ -175,7 +175,7 @@ def test_two_runs_compared_configuration_by_configuration(tmp_path: Path) -> Non
 
 
 def test_load_reads_every_experiment_and_every_metric() -> None:
-    assert set(ncuflow.__all__) == {"__version__", "compare", "load", "tables"}
+    assert set(ncuflow.__all__) == {"__version__", "compare", "load", "run", "tables"}
     table = ncuflow.load(CAPTURES / "h100-sxm")
     assert len(table) == 216 and set(table["experiment"]) == {"matmul_ladder", "classifier", "conv"}
     long = ncuflow.load(CAPTURES / "h100-sxm", metrics=True)
