@@ -229,3 +229,39 @@ def variants_as_run(family_name: str) -> dict[str, dict | None]:
             grid[param] = list(dict.fromkeys([*grid[param], *extra]))
         variants[name] = {"params": grid}
     return variants
+
+
+# A stand-in for the GPU's measuring worker (measure.worker's command line and journal):
+# each configuration takes ``seconds`` and gets a record that depends on it alone (as a
+# fixed seed's would); it dies (as a kernel fault takes the process down) on the one named
+# in CRASH_ON, and hangs on the one named in HANG_ON.
+FAKE_WORKER = """
+import json, os, sys, time
+from pathlib import Path
+sys.path.insert(0, {workflow!r})
+from ncuflow.measure import journal
+from ncuflow.plan import Plan, Record
+from ncuflow.vocab import target_id
+path = Path(sys.argv[2])
+done, _ = journal.read(path)
+for entry in json.loads(Path(sys.argv[1]).read_text()):
+    plan = Plan.load(Path(entry["plan"]))
+    for row in plan.pending:
+        target = target_id(entry["member"], row.config_id)
+        if target in done:
+            continue
+        journal.started(path, target)
+        if row.config_id == os.environ.get("CRASH_ON"):
+            os.abort()
+        if row.config_id == os.environ.get("HANG_ON"):
+            time.sleep(3600)
+        time.sleep({seconds})
+        record = Record("ok", rel_error=0.0, time_ms=1.0, fingerprint=plan.fingerprint(row))
+        journal.finished(path, target, record)
+"""
+
+
+def fake_measuring_worker(script: Path, seconds: float = 0.0) -> Path:
+    """The stand-in worker written to ``script``."""
+    script.write_text(FAKE_WORKER.format(workflow=str(ROOT / "workflow"), seconds=seconds))
+    return script

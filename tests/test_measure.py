@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import minimal_config
+from conftest import fake_measuring_worker, minimal_config
 from ncuflow.errors import NcuflowError
 from ncuflow.limits import time_limit
 from ncuflow.measure import journal
@@ -40,38 +40,9 @@ def test_records_survive_a_line_cut_short(tmp_path: Path) -> None:
     assert journal.running(path) == "b"
 
 
-# A stand-in for the GPU worker: records each configuration, and dies (as a kernel fault
-# would take the process down) on the one named in CRASH_ON, once.
-FAKE_WORKER = """
-import json, os, sys, time
-from pathlib import Path
-sys.path.insert(0, {workflow!r})
-from ncuflow.measure import journal
-from ncuflow.plan import Plan, Record
-from ncuflow.vocab import target_id
-path = Path(sys.argv[2])
-done, _ = journal.read(path)
-for entry in json.loads(Path(sys.argv[1]).read_text()):
-    plan = Plan.load(Path(entry["plan"]))
-    for row in plan.pending:
-        target = target_id(entry["member"], row.config_id)
-        if target in done:
-            continue
-        journal.started(path, target)
-        if row.config_id == os.environ.get("CRASH_ON"):
-            os.abort()
-        if row.config_id == os.environ.get("HANG_ON"):
-            time.sleep(3600)
-        record = Record("ok", rel_error=0.0, time_ms=1.0, fingerprint=plan.fingerprint(row))
-        journal.finished(path, target, record)
-"""
-
-
 @pytest.fixture
 def fake_worker(tmp_path: Path) -> list[str]:
-    script = tmp_path / "worker.py"
-    script.write_text(FAKE_WORKER.format(workflow=str(Path(__file__).parents[1] / "workflow")))
-    return [sys.executable, str(script)]
+    return [sys.executable, str(fake_measuring_worker(tmp_path / "worker.py"))]
 
 
 def _plan(tmp_path: Path) -> Path:

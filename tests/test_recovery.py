@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from conftest import measured_numbers, replayed
+from conftest import fake_measuring_worker, measured_numbers, replayed
 
 COMMAND = [sys.executable, "-m", "snakemake", "--cores", "2", "--config", "mode=replay"]
 STEPS = re.compile(r"^\d+ of \d+ steps")
@@ -164,28 +164,6 @@ def test_only_job_files_cut_short_are_removed(tmp_path: Path) -> None:
     assert (chunks / "sweep_000.json").is_file()
 
 
-# A stand-in for the GPU's measuring worker: each configuration takes a moment, and the
-# record it makes depends on the configuration only (as a fixed seed's would).
-SLOW_WORKER = """
-import json, sys, time
-from pathlib import Path
-sys.path.insert(0, {workflow!r})
-from ncuflow.measure import journal
-from ncuflow.plan import Plan, Record
-from ncuflow.vocab import target_id
-path = Path(sys.argv[2])
-done, _ = journal.read(path)
-for entry in json.loads(Path(sys.argv[1]).read_text()):
-    plan = Plan.load(Path(entry["plan"]))
-    for row in plan.pending:
-        target = target_id(entry["member"], row.config_id)
-        if target not in done:
-            journal.started(path, target)
-            time.sleep(0.15)
-            record = Record("ok", rel_error=0.0, time_ms=float(len(row.config_id)),
-                            fingerprint=plan.fingerprint(row))
-            journal.finished(path, target, record)
-"""
 STAGE = """
 import sys
 from pathlib import Path
@@ -206,8 +184,8 @@ def test_a_measure_stage_killed_ten_times_loses_and_repeats_nothing(tmp_path: Pa
     from ncuflow.study.config import load_study
 
     workflow = str(Path(__file__).parents[1] / "workflow")
-    worker, stage = tmp_path / "worker.py", tmp_path / "stage.py"
-    worker.write_text(SLOW_WORKER.format(workflow=workflow))
+    worker = fake_measuring_worker(tmp_path / "worker.py", seconds=0.15)  # a moment each
+    stage = tmp_path / "stage.py"
     stage.write_text(STAGE.format(workflow=workflow))
     config = minimal_config(sizes={"M": [64, 128, 256, 512, 1023], "N": "M", "K": "M"})
     config["experiments"]["sq"]["variants"]["naive"]["params"]["BLOCK_Y"] = [4, 8]

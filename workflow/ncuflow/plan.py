@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -361,21 +362,10 @@ class Job:
     out: Path
     part: str = "p0"
 
-    @property
+    @cached_property
     def plan(self) -> Plan:
-        return _plan_of(self.plan_path)
+        return Plan.load(self.plan_path)
 
     @property
     def key(self) -> str:
         return f"{self.plan.variant}.{self.part}"
-
-
-_loaded: dict[Path, tuple[float, Plan]] = {}
-
-
-def _plan_of(path: Path) -> Plan:
-    """A plan file read once per process (again where it changed since)."""
-    stamp = path.stat().st_mtime
-    if path not in _loaded or _loaded[path][0] != stamp:
-        _loaded[path] = (stamp, Plan.load(path))
-    return _loaded[path][1]

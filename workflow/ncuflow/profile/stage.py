@@ -53,6 +53,7 @@ from ..vocab import (
     PROFILE_ERRORS,
     SOURCE_LINES,
     SWEEP,
+    split_target,
 )
 from .explain import FINDING_COLUMNS, LINE_COLUMNS, read_findings, read_source_lines
 from .long_table import LONG_COLUMNS, read_report, write_long
@@ -260,14 +261,16 @@ def _write_members(batch: Batch, tiers: _Tiers) -> None:
     # rule results last: reading them changes how ncu_report names derived metrics' units
     findings = batch.split(_frames([_findings(b, t) for b, t in done], FINDING_COLUMNS))
     texts = split_csv([(b.with_suffix(".csv"), frame) for b, frame in longs.items()], batch)
+    errors: dict[str, dict[str, str]] = {m.key: {} for m in batch.members}
+    for target, why in tiers.errors.items():
+        key, config = split_target(target)
+        errors[key][config] = why
     for member in batch.members:
         out, key = member.out, member.key
         out.mkdir(parents=True, exist_ok=True)
         write_long(long[key], out / NCU_LONG)
         atomic_write(out / NCU_RAW, texts[key])
-        errors = {c: why for t, why in tiers.errors.items()
-                  for m, c in [batch.member(t)] if m is member}  # fmt: skip
-        atomic_write(out / PROFILE_ERRORS, json.dumps(errors, indent=1))
+        atomic_write(out / PROFILE_ERRORS, json.dumps(errors[key], indent=1))
         findings[key].to_parquet(out / FINDINGS, index=False)
         write_long(explain[key], out / EXPLAIN_LONG)
         lines[key].to_parquet(out / SOURCE_LINES, index=False)
