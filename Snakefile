@@ -127,9 +127,9 @@ report: WORKFLOW / "workflow" / "report" / "workflow.rst"
 
 
 onsuccess:
+    finish_run(workflow, config["mode"], STARTED, START_S, ok=True)
     from ncuflow.analyze.collect import status_line
 
-    finish_run(workflow, config["mode"], STARTED, START_S, ok=True)
     for _name in STUDY.experiments:
         _table = Path(f"results/{_name}/table.parquet")
         if _table.is_file():

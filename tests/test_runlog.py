@@ -1,6 +1,9 @@
 """A run's wall times: each stage's line, summed per stage into results/run.json."""
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,3 +40,22 @@ def test_a_stage_outside_a_run_records_nothing(
     monkeypatch.setenv(RUN_LOG_ENV, str(tmp_path / "gone" / "run.jsonl"))
     record_stage("collect", 1.0, True)  # a run's folder removed: nothing written
     assert not (tmp_path / "gone").exists()
+
+
+def test_a_ctrl_c_after_the_last_job_does_not_cut_the_runs_end(tmp_path: Path) -> None:
+    """The run's record is written and what follows it goes on: no traceback in the
+    terminal for a Ctrl-C pressed as the run ends."""
+    code = (
+        "import os, signal, types; from ncuflow.runlog import finish_run\n"
+        "flow = types.SimpleNamespace(global_resources={'gpu': 1},\n"
+        "    resource_settings=types.SimpleNamespace(cores=2))\n"
+        "finish_run(flow, 'replay', 0.0, 0.5, ok=True)\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "print('went on')\n"
+    )
+    env = {**os.environ, RUN_LOG_ENV: str(tmp_path / "run.jsonl"),
+           "PYTHONPATH": str(Path(__file__).parents[1] / "workflow")}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0 and done.stdout == "went on\n", done.stderr
+    assert json.loads((tmp_path / "results" / "run.json").read_text())["ok"] is True

@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -75,7 +77,11 @@ def write_run(path: Path, log: Path, started: float, planned_s: float, **facts: 
 
 def finish_run(workflow: Any, mode: str, started: float, start_s: float, ok: bool) -> dict:
     """results/run.json of the Snakemake run ``workflow`` (its cores and gpu slots), from
-    the Snakefile's onsuccess or onerror."""
+    the Snakefile's onsuccess or onerror. From here on a Ctrl-C is ignored: every job has
+    ended, and what is left (this record, the summary lines) is short and would only be
+    cut into a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     gpus = workflow.global_resources.get("gpu")
     cores = workflow.resource_settings.cores  # None on a cluster run without --cores
     return write_run(Path("results") / RUN, Path(os.environ[RUN_LOG_ENV]), started, start_s,
