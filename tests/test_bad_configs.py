@@ -94,7 +94,7 @@ CHANGES = [
     ("experiments/a;b", BASE["experiments"]["sq"], "experiments", "'a;b' holds characters"),
     ("experiments/x\n", BASE["experiments"]["sq"], "experiments", "'x\\n' holds characters that are not allowed"),
     ("experiments/sq/family", DELETE, EXP, "'family' is a required property"),
-    ("experiments/sq/family", "mm", f"{EXP}.family", "unknown family 'mm'; valid: classifier, conv, histogram, matmul"),
+    ("experiments/sq/family", "mm", f"{EXP}.family", "unknown family 'mm'; valid: axpy, classifier, conv, histogram, matmul"),
     ("experiments/sq/family", 3, f"{EXP}.family", "3 is an int, not string"),
     ("experiments/sq/extra", 1, f"{EXP}.extra", "unknown key 'extra'; valid: family, sizes, scalars"),
     (f"{S}/K", DELETE, f"{EXP}.sizes", "missing K; the family's dimensions are M, N, K"),

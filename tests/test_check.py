@@ -85,11 +85,11 @@ def test_what_nvrtc_refuses_is_named_before_any_gpu(tmp_path: Path, example_copy
 @pytest.mark.parametrize(
     ("study", "variants"),
     [("config.yaml", 31), ("experiments/transfer.yaml", 2), ("experiments/transpose.yaml", 3),
-     ("experiments/verdicts.yaml", 7)],
+     ("experiments/verdicts.yaml", 7), ("experiments/axpy.yaml", 5)],
 )  # fmt: skip
 def test_every_bundled_family_passes(study: str, variants: int) -> None:
     """The default study (matmul, classifier, conv) and the studies of the histogram,
-    transpose and transfer families."""
+    transpose, transfer and axpy families."""
     proc = subprocess.run([sys.executable, "-m", "ncuflow", "check", study],
                           capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

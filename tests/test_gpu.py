@@ -223,6 +223,7 @@ def test_the_gate_keeps_host_delays_out_of_the_timed_intervals() -> None:
     import cupy as cp
     import numpy as np
 
+    from ncuflow.measure.build import Launcher
     from ncuflow.measure.clock import Gate, time_launches
 
     x = cp.ones(1 << 20, dtype=cp.float32)
@@ -234,7 +235,7 @@ def test_the_gate_keeps_host_delays_out_of_the_timed_intervals() -> None:
         time.sleep(0.002)
         scale()
 
-    steps = [("fast", scale), ("slow", slow_scale)]
+    steps = Launcher([("fast", scale), ("slow", slow_scale)], {})
     ungated, _ = time_launches(steps, 20, None)
     gate = Gate()
     gated, per_step = time_launches(steps, 20, None, gate)
@@ -243,7 +244,7 @@ def test_the_gate_keeps_host_delays_out_of_the_timed_intervals() -> None:
     assert np.median(ungated) > 1.5 and np.median(gated) < 0.2
     assert len(per_step["slow"]) == 20
     waiting = Gate(limit_s=0.05)
-    sync = [("fast", scale), ("sync", cp.cuda.get_current_stream().synchronize)]
+    sync = Launcher([("fast", scale), ("sync", cp.cuda.get_current_stream().synchronize)], {})
     started = time.monotonic()
     time_launches(sync, 2, None, waiting)
     assert waiting.gave_up() and time.monotonic() - started < 5

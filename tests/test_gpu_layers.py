@@ -1,7 +1,8 @@
-"""On the GPU (pytest -m gpu, run on the GPU machine): the layer families of report 002 and
-the transfer family of report 003, every variant against the float64 reference at the
-layer sizes and at awkward ones; the test tree's example family on the GPU; several
-launches of one configuration profiled together."""
+"""On the GPU (pytest -m gpu, run on the GPU machine): the layer families of report 002,
+the transfer family of report 003 and the in-place axpy family, every variant against the
+float64 reference at the layer sizes and at awkward ones; the test tree's example family
+on the GPU; several launches of one configuration profiled together, and an inout's
+restore not profiled at all."""
 
 from pathlib import Path
 
@@ -33,6 +34,7 @@ SIZES = {
         {"B": 2, "Ni": 17, "Nn": 70, "Nx": 31, "Ny": 30, "Kx": [1, 7], "Ky": "Kx"},
     ],
     "transfer": [{"n": [256, 1000, 2048]}],
+    "axpy": [{"n": [1, 31, 1000003, 1 << 22]}],  # in place; the vectorized kernel's tails
 }
 
 
@@ -61,6 +63,21 @@ def test_the_example_family_runs_on_the_gpu(tmp_path: Path) -> None:
         "scalars": {"alpha": -0.75}, "variants": variants}})  # fmt: skip
     statuses = {r["status"] for records in found.values() for r in records.values()}
     assert statuses == {"ok"}, found
+
+
+def test_an_inouts_restore_is_not_profiled_with_the_kernel(tmp_path: Path) -> None:
+    """The copy that gives y its drawn values back before the profiled launch is a copy,
+    not a kernel, and outside the configuration's range: ncu sees one kernel each."""
+    experiments = {"a": {"family": "axpy", "sizes": {"n": [4096, 1 << 20]},
+                         "scalars": {"a": [2.0, -0.5]}, "variants": {"naive": None}}}  # fmt: skip
+    found = _measure(tmp_path, ROOT / "kernels", experiments)["naive"]
+    assert {r["status"] for r in found.values()} == {"ok"}, found
+    study = load_study({"kernels_dir": str(ROOT / "kernels"), "experiments": experiments})
+    member = Member(tmp_path / "a.naive.plan.json", tmp_path / "a.naive.measure.json", tmp_path)
+    profile_stage([member], tmp_path / "chunks", study.ncu, lambda line: None)
+    metrics = config_metrics(pd.read_parquet(tmp_path / "ncu_long.parquet"))
+    assert sorted(metrics["config_id"]) == sorted(found) and len(found) == 4
+    assert (metrics["ncu_kernels"] == 1).all()
 
 
 def test_the_launches_of_a_configuration_are_profiled_together(tmp_path: Path) -> None:

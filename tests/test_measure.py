@@ -188,12 +188,13 @@ def _steps(log: list, names: str) -> list:
 
 @pytest.mark.parametrize("repeats", [1, 20, 41])
 def test_a_gated_batch_is_enqueued_behind_holds_the_queue_can_take(repeats: int) -> None:
-    """Every repeat (flush, events, steps) is enqueued between a hold and its release, at
-    most GATE_COMMANDS commands a hold, all of them before the first wait for the GPU."""
+    """Every repeat (reset, flush, events, steps) is enqueued between a hold and its
+    release, at most GATE_COMMANDS commands a hold, all of them before the first wait for
+    the GPU."""
     log: list = []
-    steps = _steps(log, "abc")
+    launcher = Launcher(_steps(log, "abc"), {}, reset=lambda: log.append("reset"))
     totals, per_step = time_launches(
-        steps, repeats, lambda: log.append("flush"), _FakeGate(log, gives_up=False),
+        launcher, repeats, lambda: log.append("flush"), _FakeGate(log, gives_up=False),
         _FakeCuda(log),
     )  # fmt: skip
     assert totals == [1.0] * repeats and all(len(v) == repeats for v in per_step.values())
@@ -203,7 +204,7 @@ def test_a_gated_batch_is_enqueued_behind_holds_the_queue_can_take(repeats: int)
     commands = [h.strip("|").split("|")[1:] for h in held[:-1]]
     assert all(len(c) <= GATE_COMMANDS for c in commands)
     assert sum(c.count("flush") for c in commands) == repeats
-    repeat = ["flush", "event", "a", "event", "b", "event", "c", "event"]
+    repeat = ["reset", "flush", "event", "a", "event", "b", "event", "c", "event"]
     assert [c for group in commands for c in group] == repeat * repeats
 
 
@@ -216,7 +217,7 @@ def test_a_batch_whose_gate_gave_up_is_timed_again_without_it(gives_up: bool) ->
     policy = TimingPolicy(warmup=0, min_repeats=20)
     record = time_config(launcher, policy, None, _FakeGate(log, gives_up), _FakeCuda(log))
     assert record["gated"] is not gives_up and record["repeats"] == 20
-    assert log.count("hold") == 1  # 20 repeats of 6 commands fit in one
+    assert log.count("hold") == 2  # 20 repeats of up to 7 commands: 18 in the first hold
     assert log.count("a") == 20 * (2 if gives_up else 1)
     ungated = Launcher(_steps(log, "ab"), {})
     log.clear()

@@ -117,7 +117,8 @@ class ConfigRow:
     """One configuration of a variant: its tunables (``params``) and problem size
     (``dims``), whether it runs (``status`` pending or skipped, with the reason in
     ``error``), its analytic counts and the launches it makes. ``grid_facts``: the device
-    facts its launch geometry follows (only on rows whose grid names one)."""
+    facts its launch geometry follows (only on rows whose grid names one); ``scalars``: the
+    values of the scalars its experiment sweeps (only where it sweeps one)."""
 
     experiment: str
     family: str
@@ -136,6 +137,7 @@ class ConfigRow:
     model_dram_bytes: int | None = None
     executed_flops: int | None = None
     grid_facts: dict[str, int] | None = None
+    scalars: dict[str, int | float] | None = None
 
     @property
     def pending(self) -> bool:
@@ -180,6 +182,10 @@ class Plan:
     def pending(self) -> list[ConfigRow]:
         return [row for row in self.configs if row.pending]
 
+    def scalars_of(self, row: ConfigRow) -> dict[str, int | float]:
+        """Every scalar's value in one configuration: the plan's, and the row's swept ones."""
+        return {**self.scalars, **(row.scalars or {})}
+
     def with_configs(self, configs: tuple[ConfigRow, ...] | list[ConfigRow]) -> Plan:
         return replace(self, configs=tuple(configs))
 
@@ -204,6 +210,8 @@ class Plan:
         # fingerprints they had before grids could
         if row.grid_facts is not None:
             key["grid_facts"] = row.grid_facts
+        if row.scalars is not None:
+            key["scalars"] = self.scalars_of(row)
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
     def to_json(self) -> str:

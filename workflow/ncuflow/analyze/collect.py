@@ -113,7 +113,7 @@ def variant_rows(
         row: dict[str, Any] = {k: getattr(config, k) for k in LEADING}
         row.update(config.dims)
         row.update(config.params)
-        row.update(plan.scalars)
+        row.update(plan.scalars_of(config))
         launches = config.launches
         row.update({k: getattr(config, k) for k in PLANNED})
         row.update(
@@ -209,7 +209,7 @@ def collect(
     table["device"] = table["device"].where(~measured | table["device"].notna(), named)
     first = Plan.load(Path(jobs[0][0]))
     family = load_variant(Path(first.kernels_dir), first.family, first.variant)[0]
-    dims = list(family.dims)
+    dims = family.problem_columns
     params = list(dict.fromkeys(p for v in table["variant"].unique()
                                 for p in family.variant(v).params))  # fmt: skip
     missing = [c for c in dict.fromkeys(MEASURED + DETAILS) if c not in table]
@@ -229,7 +229,7 @@ def collect(
         table[column] = table[column].astype("Float64").astype("Int64")
     table["status"] = table["status"].fillna(SKIPPED)
     table["error"] = table["error"].fillna("")
-    ordered = LEADING + dims + params + list(family.scalars) + MEASURED + DETAILS
+    ordered = LEADING + list(family.dims) + params + list(family.scalars) + MEASURED + DETAILS
     table = table[ordered + [c for c in table.columns if c not in ordered]]
     table.to_parquet(out, index=False)
     table.to_csv(out.with_suffix(".csv"), index=False)

@@ -82,7 +82,7 @@ def _check(plan: Plan, study: Study, arch: str) -> tuple[bool, str]:
     row = min(plan.pending, key=lambda r: (math.prod(r.dims.values()), r.config_id))
     size = ", ".join(f"{k}={v}" for k, v in row.dims.items())
     try:
-        problem = Problem(family, variant, row.dims, plan.scalars, inputs_seed(plan),
+        problem = Problem(family, variant, row.dims, plan.scalars_of(row), inputs_seed(plan),
                           (row.dtype, row.out_dtype), np)  # fmt: skip
     except ImportError as exc:  # pinned host memory wants CUDA
         return True, "; ".join([*done, f"inputs not drawn here ({exc})"])

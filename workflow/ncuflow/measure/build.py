@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +41,8 @@ class LaunchRefused(NcuflowError):
 @dataclass
 class Launcher:
     """A compiled configuration: its steps (one per launch) in order; ``launch`` runs them
-    all once on the current stream. A host variant's steps run on the host."""
+    all once on the current stream, ``reset`` (untimed, before every launch) gives inouts
+    their drawn values back. A host variant's steps run on the host."""
 
     steps: list[tuple[str, Callable[[], None]]]
     attributes: dict[str, int]
@@ -49,6 +50,7 @@ class Launcher:
     # the steps only enqueue GPU work, so a batch may wait behind a gate (Gate); a step that
     # moves host memory may wait for the stream, which a held stream would never reach
     gated: bool = False
+    reset: Callable[[], None] = field(default=lambda: None)
 
     def launch(self) -> None:
         for _, step in self.steps:
@@ -146,8 +148,9 @@ def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Pr
                            ("local_bytes_per_thread", kernel.local_size_bytes)):  # fmt: skip
             attributes[key] = max(attributes.get(key, 0), int(value))
     on_device = all(t.memory == "device" for t in family.tensors.values())
-    return Launcher(steps, attributes, on_host=variant.runs_on == "cpu",
-                    gated=variant.runs_on == "gpu" and on_device)  # fmt: skip
+    on_gpu = variant.runs_on == "gpu"
+    return Launcher(steps, attributes, on_host=not on_gpu, gated=on_gpu and on_device,
+                    reset=problem.restore)  # fmt: skip
 
 
 def _check_arch(arch: str) -> None:

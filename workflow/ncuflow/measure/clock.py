@@ -69,25 +69,27 @@ class Gate:
 
 
 def time_launches(
-    steps: list[tuple[str, Callable[[], None]]],
+    launcher: Launcher,
     repeats: int,
     flush: Callable[[], None] | None,
     gate: Gate | None = None,
     cuda: Any = None,
 ) -> tuple[list[float], dict[str, list[float]]]:
-    """Milliseconds of each of ``repeats`` runs of the steps, between a pair of CUDA events,
-    and of each step alone (an event between consecutive steps). With a ``gate``, the
-    repeats are enqueued behind it, GATE_COMMANDS commands at a time. ``cuda``: what makes
-    the events, cupy.cuda unless given (a stand-in times on the CPU)."""
+    """Milliseconds of each of ``repeats`` runs of the launcher's steps, between a pair of
+    CUDA events, and of each step alone (an event between consecutive steps); its reset runs
+    before each, untimed. With a ``gate``, the repeats are enqueued behind it, GATE_COMMANDS
+    commands at a time. ``cuda``: what makes the events, cupy.cuda unless given (a stand-in
+    times on the CPU)."""
     cuda = cuda or cupy().cuda
-    stream = cuda.get_current_stream()
+    stream, steps = cuda.get_current_stream(), launcher.steps
     events = [[cuda.Event() for _ in range(len(steps) + 1)] for _ in range(repeats)]
-    # a repeat: the flush, the steps and an event before and after each
-    per_hold = max(1, GATE_COMMANDS // (2 * len(steps) + 2)) if gate else repeats
+    # a repeat: the reset, the flush, the steps and an event before and after each
+    per_hold = max(1, GATE_COMMANDS // (2 * len(steps) + 3)) if gate else repeats
     for first in range(0, repeats, per_hold):
         if gate is not None:
             gate.hold()
         for marks in events[first : first + per_hold]:
+            launcher.reset()
             if flush is not None:  # evict the inputs from L2, as ncu does before each profile
                 flush()
             marks[0].record(stream)
@@ -103,16 +105,15 @@ def time_launches(
     return totals, per_step
 
 
-def time_host_calls(
-    steps: list[tuple[str, Callable[[], None]]], repeats: int
-) -> tuple[list[float], dict[str, list[float]]]:
+def time_host_calls(launcher: Launcher, repeats: int) -> tuple[list[float], dict[str, list[float]]]:
     """Milliseconds of each of ``repeats`` runs of host code, and of each step, by the
-    host's clock."""
+    host's clock; the launcher's reset runs before each, untimed."""
     totals: list[float] = []
-    per_step: dict[str, list[float]] = {name: [] for name, _ in steps}
+    per_step: dict[str, list[float]] = {name: [] for name, _ in launcher.steps}
     for _ in range(repeats):
+        launcher.reset()
         started = mark = time.perf_counter()
-        for name, step in steps:
+        for name, step in launcher.steps:
             step()
             now = time.perf_counter()
             per_step[name].append((now - mark) * 1e3)
@@ -135,6 +136,7 @@ def time_config(
     or the host stalled for that long), that batch is timed again and the rest too without
     it, and the record's ``gated`` says so. ``cuda``: as for time_launches."""
     for _ in range(policy.warmup):
+        launcher.reset()
         launcher.launch()
     steps: dict[str, list[float]] = {name: [] for name, _ in launcher.steps}
     holding = gate if launcher.gated else None
@@ -142,12 +144,12 @@ def time_config(
     def batch(n: int) -> list[float]:
         nonlocal holding
         if launcher.on_host:
-            totals, per_step = time_host_calls(launcher.steps, n)
+            totals, per_step = time_host_calls(launcher, n)
         else:
-            totals, per_step = time_launches(launcher.steps, n, flush, holding, cuda)
+            totals, per_step = time_launches(launcher, n, flush, holding, cuda)
             if holding is not None and holding.gave_up():
                 holding = None
-                totals, per_step = time_launches(launcher.steps, n, flush, None, cuda)
+                totals, per_step = time_launches(launcher, n, flush, None, cuda)
         for name, values in per_step.items():
             steps[name] += values
         return totals

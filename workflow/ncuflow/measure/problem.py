@@ -207,8 +207,8 @@ class Problem:
         if family.draw_function:
             made = call_with(family.function(family.draw_function), {"dims": self.dims, "rng": rng})
             drawn = {k: np.asarray(v) for k, v in (made or {}).items()}
-        self.inputs: dict[str, Any] = {}
-        for name, tensor in family.inputs.items():
+        drawn_values: dict[str, Any] = {}
+        for name, tensor in family.drawn.items():
             shape, dtype = shape_of(tensor, dims), self.dtype_of(tensor)
             host = drawn.get(name)
             if host is None:
@@ -217,7 +217,10 @@ class Problem:
                 raise NcuflowError(
                     f"{family.draw_function} gave {name} shape {host.shape}, expected {shape}"
                 )
-            self.inputs[name] = self._place(tensor, host.astype(numpy_dtype(dtype), copy=False))
+            drawn_values[name] = self._place(tensor, host.astype(numpy_dtype(dtype), copy=False))
+        self.inputs = {name: drawn_values[name] for name in family.inputs}
+        # an inout's drawn values, kept to restore it before every launch
+        self.initial = {name: drawn_values[name] for name, t in family.drawn.items() if t.inout}
         self.outputs = {
             name: self._empty(tensor, shape_of(tensor, dims), self.dtype_of(tensor))
             for name, tensor in family.outputs.items()
@@ -232,6 +235,24 @@ class Problem:
         self.returned: dict[str, Any] = {}  # outputs a library call returned instead of writing
         # the profiled process only launches: no reference to check against
         self.reference = self._reference() if checked else {}
+
+    @property
+    def read(self) -> dict[str, Any]:
+        """What kernels read: the inputs and the inouts' drawn values."""
+        return {**self.inputs, **self.initial}
+
+    def restore(self) -> None:
+        """Every inout back to its drawn values, on the current stream: a copy, not a
+        kernel, so that ncu profiles none inside a configuration's range."""
+        for name, initial in self.initial.items():
+            target = self.outputs[name]
+            if array_module(target) is np:
+                np.copyto(target, initial)
+            else:
+                runtime = cupy().cuda.runtime
+                runtime.memcpyAsync(target.data.ptr, initial.data.ptr, initial.nbytes,
+                                    runtime.memcpyDeviceToDevice,
+                                    cupy().cuda.get_current_stream().ptr)  # fmt: skip
 
     def dtype_of(self, tensor: Tensor) -> str:
         return tensor.element_dtype(self.in_dtype, self.out_dtype)
@@ -258,7 +279,7 @@ class Problem:
         xp = self.xp
         values = {
             name: _on(xp, a).astype(xp.float64) if np.dtype(a.dtype).kind == "f" else _on(xp, a)
-            for name, a in self.inputs.items()
+            for name, a in self.read.items()
         }
         available = {**values, **self.dims, **{k: float(v) if isinstance(v, np.floating) else int(v)
                                                for k, v in self.scalars.items()}}  # fmt: skip
@@ -314,9 +335,13 @@ class Problem:
 
     def poison(self) -> None:
         """Fill every output with a value no kernel computes by accident: a NaN with its own
-        payload (POISON_BITS) for floating outputs, the most negative value for integer ones."""
+        payload (POISON_BITS) for floating outputs, the most negative value for integer ones;
+        an inout gets its drawn values back instead (kernels read it)."""
         self.returned = {}
-        for out in self.outputs.values():
+        self.restore()
+        for name, out in self.outputs.items():
+            if name in self.initial:
+                continue
             kind = np.dtype(out.dtype)
             if kind.kind == "f":
                 out.view(_UINT[kind.itemsize]).fill(POISON_BITS[kind.itemsize])
@@ -344,7 +369,7 @@ class Problem:
             ok, message = call_with(
                 self.family.function(self.family.check_function),
                 {"outputs": outputs, "reference": self.reference, "dims": self.dims,
-                 "inputs": self.inputs, "scalars": scalars},
+                 "inputs": self.read, "scalars": scalars},
             )  # fmt: skip
             if not ok:
                 failures.append(
@@ -362,10 +387,11 @@ def inputs_seed(plan: Plan) -> int:
 
 
 def by_size(rows: list[ConfigRow]) -> Iterator[list[ConfigRow]]:
-    """Configurations grouped by problem size, so that inputs are drawn once per size."""
+    """Configurations grouped by problem (size and swept scalars), so that inputs are drawn
+    and the reference computed once per problem."""
     sizes: dict[str, list[ConfigRow]] = {}
     for row in rows:
-        sizes.setdefault(json.dumps(row.dims, sort_keys=True), []).append(row)
+        sizes.setdefault(json.dumps([row.dims, row.scalars], sort_keys=True), []).append(row)
     yield from sizes.values()
 
 
@@ -376,4 +402,4 @@ def problem_for(
     (NumPy, no CUDA needed) for a host one; with its reference where it is ``checked``."""
     xp = np if variant.runs_on == "cpu" else cupy()
     dtypes = (row.dtype, row.out_dtype)
-    return Problem(family, variant, row.dims, plan.scalars, seed, dtypes, xp, checked)
+    return Problem(family, variant, row.dims, plan.scalars_of(row), seed, dtypes, xp, checked)

@@ -118,7 +118,9 @@ def explain_ids(mode: str, member: Member) -> list[str]:
         return []
     if mode == "all":
         return list(ids)
-    dims = {row.config_id: tuple(sorted(row.dims.items())) for row in member.plan.configs}
+    plan = member.plan
+    dims = {row.config_id: tuple(sorted({**row.dims, **plan.scalars_of(row)}.items()))
+            for row in plan.configs}  # fmt: skip
     best: dict[tuple, str] = {}
     for config in (c for c in ids if measured[c].status == OK):  # a wrong result: never best
         time = measured[config].time_ms

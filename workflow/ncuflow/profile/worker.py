@@ -39,7 +39,9 @@ def launch_member(plan_path: Path, measure_path: Path, member: str, ids: list[st
         problem = problem_for(plan, family, variant, group[0], seed, checked=False)
         for row in group:
             launcher = build_launcher(family, variant, row, problem)
+            launcher.reset()
             launcher.launch()  # module load and library set-up stay outside the range
+            launcher.reset()  # inouts as the timed launches saw them, outside the range too
             cp.cuda.runtime.deviceSynchronize()
             nvtx.RangePush(nvtx_name(target_id(member, row.config_id)))
             launcher.launch()

@@ -49,11 +49,12 @@ MAX_PERFORMANCE_PANELS = 6
 
 
 def free_dims(rows: pd.DataFrame, family: Family) -> list[str]:
-    """The dimensions besides the size axis that take several values at one size (a batch
-    beside a layer's size): a best over them would hide which one each point shows."""
+    """The dimensions (and swept scalars) besides the size axis that take several values at
+    one size (a batch beside a layer's size): a best over them would hide which one each
+    point shows."""
     ok = rows[rows["status"] == OK]
     axis = family.size_axis
-    return [d for d in family.dims
+    return [d for d in family.problem_columns
             if d != axis and (ok.groupby(axis)[d].nunique() > 1).any()]  # fmt: skip
 
 

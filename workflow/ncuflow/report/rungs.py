@@ -93,7 +93,7 @@ def _bound(row: pd.Series) -> str:
 
 def rung_changes(table: pd.DataFrame, family: Family, findings: pd.DataFrame) -> pd.DataFrame:
     """One row per size and pair of consecutive rungs that both measured ok."""
-    dims = list(family.dims)
+    dims = family.problem_columns
     ok = table[(table["status"] == OK) & table["time_ms"].notna()]
     rows: list[dict[str, Any]] = []
     for size, at_size in ok.groupby(dims, sort=False):

@@ -70,7 +70,7 @@ def summarize(table: pd.DataFrame, family: Family) -> pd.DataFrame:
     """One row per (problem size, variant): the best ok configuration, ranked by the
     family's figure of merit; ``configurations`` counts what was tried, ``failed`` what
     did not measure ok (skipped excluded)."""
-    dims = list(family.dims)
+    dims = family.problem_columns
     merit = merit_of(family)[0]
     unit, scale = ("GB/s", 1.0) if family.merit == "bytes" else ("TFLOP/s", 1e3)
     tried = table[table["status"] != SKIPPED]
@@ -108,7 +108,7 @@ def _cell(value: object, fmt: str) -> str:
 
 def markdown(summary: pd.DataFrame, family: Family, experiment: str) -> str:
     """The summary as Markdown: a table per problem size, variants in ladder order."""
-    dims = list(family.dims)
+    dims = family.problem_columns
     lines = [f"# {experiment}", ""]
     if summary.empty:
         return "\n".join([*lines, "No configuration measured ok.", ""])

@@ -85,7 +85,20 @@ class Family:
 
     @property
     def outputs(self) -> dict[str, Tensor]:
+        """What kernels write and the check compares: outputs and inouts."""
         return {n: t for n, t in self.tensors.items() if t.output}
+
+    @property
+    def problem_columns(self) -> list[str]:
+        """The table columns that say which problem a configuration solves: its dimensions
+        and its scalars' values (an experiment may sweep a scalar). Best configurations,
+        speedups and rung changes are per problem."""
+        return [*self.dims, *self.scalars]
+
+    @property
+    def drawn(self) -> dict[str, Tensor]:
+        """What the harness draws: inputs and inouts."""
+        return {n: t for n, t in self.tensors.items() if t.drawn}
 
     @functools.cached_property
     def module(self) -> ModuleType:
@@ -182,15 +195,24 @@ def _figures(path: Path, data: Any) -> dict[str, Figure]:
 
 def _tensors(path: Path, data: Mapping[str, Any], dims: tuple[str, ...]) -> dict[str, Tensor]:
     tensors: dict[str, Tensor] = {}
-    for role, output in (("inputs", False), ("outputs", True)):
-        for name, value in named_map(path, data[role], role).items():
-            if name in tensors or name in dims:
-                raise SpecError(f"{path}: {role}.{name} is declared twice or is a dimension")
-            tensors[name] = tensor_of(f"{path}: {role}.{name}", name, value, output)
+    for role, output, inout in (("inputs", False, False), ("outputs", True, False),
+                                ("inouts", True, True)):  # fmt: skip
+        for name, value in named_map(path, data.get(role), role).items():
+            if name in dims:
+                raise SpecError(f"{path}: {role}.{name} is a dimension; tensors take other names")
+            if name in tensors:
+                raise SpecError(
+                    f"{path}: {role}.{name} is declared twice; a tensor that kernels read and "
+                    "write in place is declared once, under inouts"
+                )
+            tensors[name] = tensor_of(f"{path}: {role}.{name}", name, value, output, inout)
             unknown = sorted({n for e in tensors[name].shape for n in e.names} - set(dims))
             if unknown:
                 raise SpecError(f"{path}: {role}.{name}: its shape names {', '.join(unknown)}, "
                                 f"which is not a dimension; dims: {', '.join(dims)}")  # fmt: skip
+    if not any(t.output for t in tensors.values()):
+        raise SpecError(f"{path}: the family writes nothing; declare its outputs (or inouts: "
+                        "tensors read and written in place)")  # fmt: skip
     return tensors
 
 

@@ -112,9 +112,9 @@ def draw_of(where: str, value: Any, dtype: str | None) -> tuple[str, tuple[float
     return kind, (lo, hi)
 
 
-def tensor_of(where: str, name: str, value: Any, output: bool) -> Tensor:
+def tensor_of(where: str, name: str, value: Any, output: bool, inout: bool = False) -> Tensor:
     """A tensor (or scratch buffer): a bare shape, or its declaration (whose keys and
-    their types the schema has checked)."""
+    their types the schema has checked); an ``inout`` one is an output that is drawn."""
     if not IDENTIFIER.match(name):
         raise SpecError(f"{where}: tensor name {name!r} must be an identifier")
     data = value if isinstance(value, dict) else {"shape": value}
@@ -129,6 +129,7 @@ def tensor_of(where: str, name: str, value: Any, output: bool) -> Tensor:
         draw=draw_of(f"{where}.draw", data.get("draw"), dtype),
         memory=data.get("memory", "device"),
         check=check_of(f"{where}.check", data["check"]) if "check" in data else None,
+        inout=inout,
     )
 
 

@@ -69,7 +69,7 @@ def _binds(fn: Callable[..., Any], variant: Variant, args: int, family: Family) 
 def check_functions(family: Family, variants: Iterable[Variant]) -> None:
     """Import family.py and check every function ``family`` and ``variants`` name."""
     _imported(family)
-    values = [*family.inputs, *family.dims, *family.scalars]
+    values = [*family.drawn, *family.dims, *family.scalars]
     roles = [("reference", family.reference, values),
              ("draw function", family.draw_function, DRAW_NAMES),
              ("check function", family.check_function, CHECK_NAMES)]  # fmt: skip

@@ -89,8 +89,9 @@ class Check:
 
 @dataclass(frozen=True)
 class Tensor:
-    """An input or output array of a family. ``dtype`` None follows the variant: its
-    ``dtype`` for inputs, its ``out_dtype`` for outputs."""
+    """An input or output array of a family, or an ``inout`` one (an output that kernels
+    also read: drawn like an input, restored before every launch). ``dtype`` None follows
+    the variant: its ``dtype`` for inputs, its ``out_dtype`` for outputs and inouts."""
 
     name: str
     shape: tuple[Expr, ...]
@@ -99,6 +100,12 @@ class Tensor:
     draw: tuple[str, tuple[float, float]] | None = None  # (kind, its two numbers)
     memory: str = "device"
     check: Check | None = None
+    inout: bool = False
+
+    @property
+    def drawn(self) -> bool:
+        """Whether the harness draws its values (an input or an inout)."""
+        return self.inout or not self.output
 
     def element_dtype(self, in_dtype: str, out_dtype: str) -> str:
         """The dtype of its values when a variant runs with ``in_dtype``/``out_dtype``

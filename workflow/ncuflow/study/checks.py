@@ -24,9 +24,11 @@ def no_floats(value: Any, path: tuple[Any, ...] = ()) -> None:
         raise ConfigError(key_path(path), f"{value!r} is not a finite number")
     if isinstance(value, Mapping):
         for key, item in value.items():
-            if path[-1:] == ("scalars",):
-                if isinstance(item, float) and not math.isfinite(item):
-                    raise ConfigError(key_path((*path, key)), f"{item!r} is not a finite number")
+            if path[-1:] == ("scalars",):  # a value, or a list of values swept
+                for i, one in enumerate(item if isinstance(item, list) else [item]):
+                    if isinstance(one, float) and not math.isfinite(one):
+                        at = (*path, key, i) if isinstance(item, list) else (*path, key)
+                        raise ConfigError(key_path(at), f"{one!r} is not a finite number")
                 continue
             no_floats(item, (*path, key))
     elif isinstance(value, list):

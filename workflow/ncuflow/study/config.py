@@ -33,7 +33,7 @@ from ..vocab import (
     VERSION,
 )
 from .checks import check_grid, check_sections, no_floats
-from .expand import DeviceLimits, Scan, VariantGrid, size_grid
+from .expand import DeviceLimits, Scan, VariantGrid, size_grid, values_once
 from .parts import batch_groups, part_expected_s, part_starts
 
 BUNDLED_KERNELS = Path(__file__).resolve().parents[3] / "kernels"  # the workflow's own
@@ -47,7 +47,8 @@ class Experiment:
     grids: dict[str, VariantGrid]  # variant -> its configurations, built on demand
     scans: dict[str, Scan]  # variant -> which of them run
     given: dict[str, dict[str, Any]]  # variant -> its grid as the config gave it
-    scalars: dict[str, int | float]  # every scalar argument's value (declared or overridden)
+    scalars: dict[str, int | float]  # each scalar's one value (declared or overridden)
+    swept: dict[str, list[int | float]]  # each scalar the experiment sweeps: its values
 
     @property
     def variants(self) -> list[str]:
@@ -193,6 +194,7 @@ class Study:
             "sizes": self.config["experiments"][experiment]["sizes"],
             "variant": exp.given[variant],
             "device_limits": self.config["device_limits"],
+            **({"scalars": exp.swept} if exp.swept else {}),
         }
         return VariantPlan(header, grid, exp.scans[variant].size,
                            self._part_starts(experiment, variant))  # fmt: skip
@@ -264,10 +266,11 @@ def _experiment(
         raise ConfigError(f"{where}.family", str(exc)) from None
     sizes = size_grid(data["sizes"], family.dims, f"{where}.sizes")
     _check_index_range(family, sizes, f"{where}.sizes")
+    scalars, swept = _scalars(family, data.get("scalars") or {}, f"{where}.scalars")
     grids, scans, given = {}, {}, {}
     for vname, vdata in data["variants"].items():
         given[vname] = vdata or {}
-        grids[vname] = _variant_grid(name, family, sizes, vname, given[vname], limits)
+        grids[vname] = _variant_grid(name, family, (sizes, swept), vname, given[vname], limits)
         scans[vname] = scan = grids[vname].scan()
         if not scan.pending:
             shown = "; ".join(scan.reasons[:3]) + ("; ..." if len(scan.reasons) > 3 else "")
@@ -286,19 +289,21 @@ def _experiment(
         grids=grids,
         scans=scans,
         given=given,
-        scalars=_scalars(family, data.get("scalars") or {}, f"{where}.scalars"),
+        scalars=scalars,
+        swept=swept,
     )
 
 
 def _variant_grid(
     experiment: str,
     family: Family,
-    sizes: list[dict[str, int]],
+    problems: tuple[list[dict[str, int]], Mapping[str, list[int | float]]],
     name: str,
     given: Mapping[str, Any],
     limits: DeviceLimits,
 ) -> VariantGrid:
-    """One variant's grid in an experiment, from its section of the config."""
+    """One variant's grid in an experiment, from its section of the config, over its
+    ``problems``: the sizes, and the values of each scalar it sweeps."""
     where = f"experiments.{experiment}.variants.{name}"
     if name not in family.variant_files:
         raise ConfigError(
@@ -314,8 +319,9 @@ def _variant_grid(
             f"{', '.join(variant.accepts)}",
         )
     params, restrictions = given.get("params") or {}, given.get("restrictions") or []
+    sizes, swept = problems
     return VariantGrid(experiment, family, variant, sizes, params, restrictions, limits, where,
-                       given.get("dtype"))  # fmt: skip
+                       given.get("dtype"), swept)  # fmt: skip
 
 
 def part_plan(variant_plan: Path, part: str) -> Plan:
@@ -331,8 +337,8 @@ def part_plan(variant_plan: Path, part: str) -> Plan:
         )
     sizes = size_grid(whole.grid["sizes"], family.dims, f"experiments.{header.experiment}.sizes")
     limits = DeviceLimits.from_config(whole.grid["device_limits"])
-    grid = _variant_grid(header.experiment, family, sizes, header.variant,
-                         whole.grid["variant"], limits)  # fmt: skip
+    grid = _variant_grid(header.experiment, family, (sizes, whole.grid.get("scalars", {})),
+                         header.variant, whole.grid["variant"], limits)  # fmt: skip
     if grid.size != whole.size:
         raise NcuflowError(f"{variant_plan}: its grid has {grid.size} positions, not "
                            f"{whole.size}; written by another ncuflow, or edited")  # fmt: skip
@@ -352,9 +358,11 @@ def _check_index_range(family: Family, sizes: list[dict[str, int]], where: str) 
             )
 
 
-def _scalars(family: Family, given: Mapping[str, Any], where: str) -> dict[str, int | float]:
+def _scalars(
+    family: Family, given: Mapping[str, Any], where: str
+) -> tuple[dict[str, int | float], dict[str, list[int | float]]]:
     """The family's scalar arguments with the experiment's values, each checked against
-    its declared dtype."""
+    its declared dtype: (those of one value, those swept: a list of values each)."""
     unknown = [k for k in given if k not in family.scalars]
     if unknown:
         valid = ", ".join(family.scalars) or "none (the family takes no scalar)"
@@ -362,13 +370,23 @@ def _scalars(family: Family, given: Mapping[str, Any], where: str) -> dict[str, 
             f"{where}.{unknown[0]}",
             f"unknown scalar {unknown[0]!r} of family {family.name}; valid: {valid}",
         )
-    values = {}
+    values: dict[str, int | float] = {}
+    swept: dict[str, list[int | float]] = {}
     for name, scalar in family.scalars.items():
-        try:
-            values[name] = scalar_value(name, scalar.dtype, given.get(name, scalar.value))
-        except SpecError as exc:
-            raise ConfigError(f"{where}.{name}", str(exc).split(": ", 1)[1]) from None
-    return values
+        value = given.get(name, scalar.value)
+        listed = value if isinstance(value, list) else [value]
+        checked = []
+        for i, one in enumerate(listed):
+            at = f"{where}.{name}[{i}]" if isinstance(value, list) else f"{where}.{name}"
+            try:
+                checked.append(scalar_value(name, scalar.dtype, one))
+            except SpecError as exc:
+                raise ConfigError(at, str(exc).split(": ", 1)[1]) from None
+        if isinstance(value, list):
+            swept[name] = values_once(checked, f"{where}.{name}")
+        else:
+            values[name] = checked[0]
+    return values, swept
 
 
 def coerce_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> None:

@@ -54,10 +54,10 @@ class DeviceLimits:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
-def _as_list(value: int | Sequence[int], where: str) -> list[int]:
-    """A value or list of values of a size or a tunable; one written twice is refused (it
-    would make the same configurations twice)."""
-    values = [value] if isinstance(value, int) else list(value)
+def values_once(value: Any, where: str) -> list[Any]:
+    """A value or list of values of a size, a tunable or a swept scalar; one written twice
+    is refused (it would make the same configurations twice)."""
+    values = list(value) if isinstance(value, list | tuple) else [value]
     twice = sorted(v for v, n in collections.Counter(values).items() if n > 1)
     if twice:
         raise ConfigError(where, f"{', '.join(map(str, twice))} written twice in {values}; "
@@ -111,7 +111,7 @@ def size_grid(sizes: Any, dims: Sequence[str], where: str) -> list[dict[str, int
             raise ConfigError(where, f"the tied dimensions {cycle} refer to each other in a cycle")
         order.extend(ready)
     grid = []
-    for combo in itertools.product(*(_as_list(sizes[d], f"{where}.{d}") for d in free)):
+    for combo in itertools.product(*(values_once(sizes[d], f"{where}.{d}") for d in free)):
         env = dict(zip(free, combo, strict=True))
         for dim in order:
             try:
@@ -130,8 +130,9 @@ def size_grid(sizes: Any, dims: Sequence[str], where: str) -> list[dict[str, int
     return grid
 
 
-def config_id(params: Mapping[str, int], dims: Mapping[str, int]) -> str:
-    """Readable and stable: tunables in declared order, then dimensions in family order."""
+def config_id(params: Mapping[str, int], dims: Mapping[str, int | float]) -> str:
+    """Readable and stable: tunables in declared order, then dimensions in family order
+    (and the values of swept scalars)."""
     return "_".join(f"{k}={v}" for k, v in (*params.items(), *dims.items()))
 
 
@@ -214,7 +215,8 @@ def _param_values(variant: Variant, grid: Mapping[str, Any], where: str) -> list
             f"{where}.{unknown[0]}",
             f"unknown parameter {unknown[0]!r} of variant {variant.name}; valid: {valid}",
         )
-    return [_as_list(grid.get(p, default), f"{where}.{p}") for p, default in variant.params.items()]
+    return [values_once(grid.get(p, default), f"{where}.{p}")
+            for p, default in variant.params.items()]  # fmt: skip
 
 
 def tensor_bytes(
@@ -277,9 +279,10 @@ class Scan:
 
 class VariantGrid:
     """The configurations of one variant in one experiment, in grid order (each tunable's
-    values, then the sizes), built one position at a time: a sweep of a million is never
-    held in memory. ``dtype`` is the input dtype the experiment chose from the variant's
-    ``accepts`` (None: its own)."""
+    values, then the problems: each size with each value of the scalars it sweeps), built
+    one position at a time: a sweep of a million is never held in memory. ``dtype`` is the
+    input dtype the experiment chose from the variant's ``accepts`` (None: its own);
+    ``swept``: each scalar the experiment sweeps, with its values."""
 
     def __init__(
         self,
@@ -292,8 +295,14 @@ class VariantGrid:
         limits: DeviceLimits,
         where: str,
         dtype: str | None = None,
+        swept: Mapping[str, Sequence[int | float]] | None = None,
     ) -> None:
-        self.experiment, self.family, self.variant, self.sizes = experiment, family, variant, sizes
+        self.experiment, self.family, self.variant = experiment, family, variant
+        swept = swept or {}
+        scalar_sets = [dict(zip(swept, values, strict=True))
+                       for values in itertools.product(*swept.values())]  # fmt: skip
+        # (dimensions, swept scalars' values) of each problem, in grid order
+        self.problems = [(dims, scalars) for dims in sizes for scalars in scalar_sets]
         self.limits, self.where = limits, where
         self._values = _param_values(variant, params_grid, f"{where}.params")
         self._restrictions = _restrictions(family, variant, extra_restrictions, where)
@@ -307,7 +316,7 @@ class VariantGrid:
         declared = (("model_dram_bytes", variant.model_dram_bytes),
                     ("executed_flops", variant.executed_flops))  # fmt: skip
         self._models = {k: e for k, e in declared if e is not None}
-        self.size = math.prod(len(v) for v in self._values) * len(sizes)
+        self.size = math.prod(len(v) for v in self._values) * len(self.problems)
 
     def _tunables(self, start: int = 0) -> Iterator[dict[str, int]]:
         """Each combination of tunables in grid order, from the ``start``-th."""
@@ -322,7 +331,7 @@ class VariantGrid:
     def scan(self) -> Scan:
         pending, expected, reasons, position = array("q"), array("d"), [], 0
         for params in self._tunables():
-            for dims in self.sizes:
+            for dims, _ in self.problems:
                 env = self.family.scope(self.variant, dims, params, self.dtypes)
                 reason = self._why(env)[0]
                 counts = self._counts(env, dims)  # every formula a row needs, checked now
@@ -337,17 +346,22 @@ class VariantGrid:
 
     def _counts(self, env: dict[str, int], dims: dict[str, int]) -> tuple[int, int]:
         """(FLOPs, least bytes moved) of a configuration, as the family counts them."""
-        in_dtype, out_dtype = self.dtypes
         try:
             flops = int(self.family.flops(env))
             min_bytes = (
                 self.family.min_bytes(env)
                 if self.family.min_bytes is not None
-                else tensor_bytes(self.family.tensors.values(), dims, in_dtype, out_dtype)
+                else self._tensor_bytes(dims)
             )
         except ExprError as exc:
             raise ConfigError(f"{self.where}", f"at sizes {dims}: {exc}") from None
         return flops, int(min_bytes)
+
+    def _tensor_bytes(self, dims: dict[str, int]) -> int:
+        """The default least bytes: every input read once, every output written once and
+        every inout both."""
+        tensors = self.family.tensors.values()
+        return tensor_bytes([*tensors, *(t for t in tensors if t.inout)], dims, *self.dtypes)
 
     def _models_of(self, env: dict[str, int], dims: dict[str, int]) -> dict[str, int]:
         """The variant's own models (model_dram_bytes, executed_flops) of a configuration
@@ -357,7 +371,9 @@ class VariantGrid:
         except ExprError as exc:
             raise ConfigError(f"{self.where}", f"at sizes {dims}: {exc}") from None
 
-    def _row(self, params: dict[str, int], dims: dict[str, int]) -> ConfigRow:
+    def _row(
+        self, params: dict[str, int], dims: dict[str, int], scalars: dict[str, int | float]
+    ) -> ConfigRow:
         env = self.family.scope(self.variant, dims, params, self.dtypes)
         reason, launches = self._why(env)
         in_dtype, out_dtype = self.dtypes
@@ -366,7 +382,7 @@ class VariantGrid:
             experiment=self.experiment,
             family=self.family.name,
             variant=self.variant.name,
-            config_id=config_id(params, dims),
+            config_id=config_id(params, {**dims, **scalars}),
             dtype=in_dtype,
             out_dtype=out_dtype,
             dims=dims,
@@ -379,17 +395,18 @@ class VariantGrid:
             launches=() if reason else tuple(launches),
             **({} if reason else self._models_of(env, dims)),
             grid_facts=self._grid_facts,
+            scalars=scalars or None,
         )
 
     def rows(self, start: int = 0, stop: int | None = None) -> list[ConfigRow]:
         """The configurations at positions [start, stop), in grid order."""
         stop = self.size if stop is None else stop
         rows: list[ConfigRow] = []
-        first, skip = divmod(start, len(self.sizes))
+        first, skip = divmod(start, len(self.problems))
         for params in self._tunables(first):
-            for dims in self.sizes[skip:]:
+            for dims, scalars in self.problems[skip:]:
                 if start + len(rows) >= stop:
                     return rows
-                rows.append(self._row(params, dims))
+                rows.append(self._row(params, dims, scalars))
             skip = 0
         return rows
