@@ -90,6 +90,11 @@ try:
         capture_dir(WORKFLOW, config["capture"])
 except NcuflowError as exc:
     sys.exit(f"ncuflow: {exc}")
+if config["mode"] == "check":  # ncuflow check, here and now: no job, nothing measured
+    from ncuflow.check.variants import print_check
+
+    _wrong = print_check(STUDY)
+    sys.exit(f"ncuflow: check: {_wrong} variant(s) are wrong (above)" if _wrong else 0)
 
 # Arguments every GPU stage takes. Each job decides gpu or replay by what its machine has
 # (mode: auto), so the DAG is the same everywhere; every word of a stage's command line is

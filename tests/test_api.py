@@ -36,3 +36,9 @@ def test_a_bad_config_stops_the_call_with_one_error(tmp_path: Path) -> None:
                     workdir=tmp_path)  # fmt: skip
     with pytest.raises(NcuflowError, match="no such config file"):
         ncuflow.run(tmp_path / "missing.yaml", workdir=tmp_path)
+
+
+def test_mode_check_returns_no_table_and_raises_where_a_variant_is_wrong(tmp_path: Path) -> None:
+    study = ROOT / "experiments" / "transpose.yaml"
+    assert ncuflow.run(study, mode="check", workdir=tmp_path).empty
+    assert not (tmp_path / "results").exists()

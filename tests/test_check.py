@@ -95,3 +95,27 @@ def test_every_bundled_family_passes(study: str, variants: int) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     lines = [x for x in proc.stdout.splitlines() if x.startswith("ncuflow check: ")]
     assert len(lines) == variants and all(": ok: " in x for x in lines), proc.stdout
+
+
+def test_mode_check_checks_the_study_and_runs_no_job(tmp_path: Path, example_copy: Path) -> None:
+    """snakemake --config mode=check is ncuflow check: a line per variant, no job, no
+    results; exit status 1 where a variant is wrong."""
+    variants = {"numpy_gather": None, "gather": None}
+    study = {"kernels_dir": str(example_copy), "experiments": {"g": {
+        "family": "gather", "sizes": {"n": 1000, "m": 77}, "variants": variants}}}  # fmt: skip
+    config = tmp_path / "study.yaml"
+    config.write_text(yaml.safe_dump(study))
+    command = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--cores", "1",
+               "--configfile", str(config), "--config", "mode=check"]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert set(_lines(proc)) == {"numpy_gather", "gather"}
+    assert all(": ok: " in line for line in _lines(proc).values())
+    assert not (tmp_path / "results").exists()
+    module = example_copy / "gather" / "family.py"
+    module.write_text(module.read_text().replace(
+        "hits[...] = np.bincount(idx, minlength=m)",
+        "hits[...] = np.bincount(idx, minlength=m) + 1"))  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 1 and "numpy_gather: WRONG: " in _lines(proc)["numpy_gather"]
+    assert "ncuflow: check: 1 variant(s) are wrong (above)" in proc.stderr

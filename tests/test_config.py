@@ -96,7 +96,8 @@ BAD = [
     (
         "experiments.sq.family",
         "mm",
-        "experiments.sq.family: unknown family 'mm'; valid: classifier, conv, histogram, matmul",
+        "experiments.sq.family: unknown family 'mm'; valid: axpy, classifier, conv, histogram, "
+        "matmul",
     ),
     (
         "experiments.sq.variants",
@@ -110,8 +111,12 @@ BAD = [
     ),
     ("experiments.sq.sizes.M", [64, -5], "sizes.M[1]: -5 is less than the minimum of 1"),
     ("experiments.sq.sizes.M", [64, 2.5], "sizes.M[1]: 2.5 is a float, expected an integer"),
-    ("experiments.sq.sizes.M", 0, "sizes.M: 0 is not valid (expected: a positive integer"),
-    ("experiments.sq.sizes.M", True, "sizes.M: True is not valid"),
+    (
+        "experiments.sq.sizes.M",
+        0,
+        "sizes.M: 0 is less than the minimum of 1 (expected: a positive integer",
+    ),
+    ("experiments.sq.sizes.M", True, "sizes.M: True is a bool, not integer or array or string"),
     ("experiments.sq.sizes.N", "M - 64", "sizes.N: 'M - 64' gives 0"),
     (
         "experiments.sq.variants",
@@ -121,9 +126,10 @@ BAD = [
     (
         "experiments.sq.variants",
         {"smem_tiled": {"params": {"TILE": "16"}}},
-        "params.TILE: '16' is not valid (expected: an integer or a non-empty list of integers)",
+        "params.TILE: '16' is a str, not integer or array (expected: an integer or a non-empty "
+        "list of integers)",
     ),
-    ("mode", "fast", "mode: 'fast' is not a valid choice; valid: auto, gpu, replay"),
+    ("mode", "fast", "mode: 'fast' is not a valid choice; valid: auto, gpu, replay, check"),
     ("timing", {"min_repeats": 0}, "timing.min_repeats: 0 is less than the minimum of 1"),
     ("timing", {"target_ci_pct": 0}, "timing.target_ci_pct: 0 is less than or equal to the min"),
     ("timing", {"max_repeats": 10}, "timing.max_repeats: 10 is below min_repeats (20)"),

@@ -266,7 +266,7 @@ def test_bad_declarations_are_named(
     ("change", "where", "message"),
     [
         ({"scalars": {"alpha": "x"}}, "experiments.g.scalars.alpha",
-         "'x' is not valid (expected: a number, or a list of one or more numbers to sweep)"),
+         "'x' is a str, not number or array"),
         ({"scalars": {"beta": 1.0}}, "experiments.g.scalars.beta",
          "unknown scalar 'beta' of family gather; valid: alpha"),
         ({"sizes": {"n": 2**31, "m": 3}}, "experiments.g.sizes", None),

@@ -1,8 +1,12 @@
+import shutil
+from pathlib import Path
+
 import pytest
 
 from conftest import ROOT
 from ncuflow.device.facts import facts_differences
 from ncuflow.errors import ConfigError
+from ncuflow.measure.problem import Problem
 from ncuflow.plan import LaunchGeometry, Plan, Timing
 from ncuflow.spec import load_family
 from ncuflow.study.expand import DeviceLimits, VariantGrid, config_id, size_grid
@@ -160,3 +164,33 @@ def test_any_range_of_positions_is_that_slice_of_the_grid() -> None:
     for start, stop in ((0, 9), (2, 7), (4, 5), (8, 9), (3, 3)):
         assert grid.rows(start, stop) == whole[start:stop]
     assert list(grid.scan().pending) == [i for i, row in enumerate(whole) if row.pending]
+
+
+def test_a_buffer_or_model_may_follow_a_device_fact_and_the_row_records_it(
+    tmp_path: Path,
+) -> None:
+    """Any expression of a variant may name a device fact, not only its grid: a buffer of
+    one partial sum per SM, a model that counts them. The row records the facts it follows
+    (its fingerprint with them); buffers are allocated with them."""
+    shutil.copytree(ROOT / "kernels" / "axpy", tmp_path / "axpy")
+    naive = tmp_path / "axpy" / "naive.cu"
+    naive.write_text(naive.read_text().replace("restrictions:", (
+        "scratch:\n  partials: {shape: sm_count * 4, dtype: float32}\n"
+        "model_dram_bytes: 12 * n + 4 * sm_count * 4\nrestrictions:")))  # fmt: skip
+    family = load_family(tmp_path, "axpy")
+    variant = family.variant("naive")
+    plan = Plan("e", "axpy", "naive", str(tmp_path), "f", 1, Timing(), {"a": 2.0}, ())
+    rows = {
+        limits.sm_count: VariantGrid("e", family, variant, [{"n": 1000}], {}, (), limits,
+                                     "where").rows()[0]
+        for limits in (H100, DeviceLimits(sm_count=114))
+    }  # fmt: skip
+    assert rows[132].grid_facts == {"sm_count": 132} and rows[132].model_dram_bytes == 14112
+    assert rows[114].model_dram_bytes == 12 * 1000 + 16 * 114
+    assert plan.fingerprint(rows[132]) != plan.fingerprint(rows[114])
+    row = rows[114]
+    problem = Problem(family, variant, row.dims, {"a": 2.0}, 5, ("float32", "float32"))
+    env = {**family.scope(variant, row.dims, row.params, ("float32", "float32")),
+           **row.grid_facts}  # fmt: skip
+    problem.prepare_scratch(env, {"partials"})
+    assert problem.arg("partials").shape == (456,)

@@ -217,6 +217,8 @@ def test_a_batch_whose_gate_gave_up_is_timed_again_without_it(gives_up: bool) ->
     policy = TimingPolicy(warmup=0, min_repeats=20)
     record = time_config(launcher, policy, None, _FakeGate(log, gives_up), _FakeCuda(log))
     assert record["gated"] is not gives_up and record["repeats"] == 20
+    assert record["time_note"].startswith("a step waited for the GPU") is gives_up
+    assert record["time_unstable"] is False
     assert log.count("hold") == 2  # 20 repeats of up to 7 commands: 18 in the first hold
     assert log.count("a") == 20 * (2 if gives_up else 1)
     ungated = Launcher(_steps(log, "ab"), {})

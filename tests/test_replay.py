@@ -114,7 +114,7 @@ def test_a_host_variant_has_no_ncu_rows_to_replay(tmp_path: Path) -> None:
 def test_unknown_capture_lists_the_ones_there() -> None:
     with pytest.raises(
         NcuflowError,
-        match="captures here: h100-sxm, h100-sxm-classifier_layers, h100-sxm-coarsening",
+        match="captures here: h100-sxm, h100-sxm-axpy, h100-sxm-classifier_layers",
     ):
         capture_dir(ROOT, "a100")
 
@@ -253,7 +253,14 @@ def _planned_as_captured(capture: str, experiment: str) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize(
     "capture",
-    ["h100-sxm", "h200", "h200-x2-gpus", "h100-sxm-classifier_layers", "h100-sxm-conv_layers"],
+    [
+        "h100-sxm",
+        "h200",
+        "h200-x2-gpus",
+        "h100-sxm-classifier_layers",
+        "h100-sxm-conv_layers",
+        "h100-sxm-axpy",
+    ],
 )
 def test_a_replay_reproduces_the_gpu_tables_value_for_value(capture: str) -> None:
     """Every measured value comes back as captured: the timing records and every column ncu

@@ -224,13 +224,13 @@ def test_a_scratch_buffer_starts_zeroed() -> None:
         ),
         (
             "block: (BM // WM) * (BN // WN) * 32",
-            "block: sm_count",
-            r"unknown name\(s\) sm_count \(sm_count: a device fact, which only restrictions and",
+            "block: sm_counts",
+            r"unknown name\(s\) sm_counts; known: BK, BM, BN, .*, sm_count, smem_per_sm",
         ),
         ('#include "warptile.cu"', "", "parameter BM needs '#ifndef BM'"),
     ],
 )
-def test_bad_likes_and_device_facts_outside_grids_are_named(
+def test_bad_likes_and_unknown_names_are_named(
     family_copy: Path, old: str, new: str, message: str
 ) -> None:
     _edit(family_copy / "matmul" / "stream_k.cu", old, new)

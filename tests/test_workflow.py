@@ -271,7 +271,7 @@ def test_a_replay_measured_otherwise_says_so_in_its_last_lines(workflow_copy: Pa
     [
         ({"e": {"family": "mm", "sizes": {"M": 8}, "variants": {"naive": None}}}, [],
          "ncuflow: config error at experiments.e.family: unknown family 'mm'; valid: "
-         "classifier, conv, histogram, matmul, transfer, transpose"),
+         "axpy, classifier, conv, histogram, matmul, transfer, transpose"),
         ({"e": {"family": "matmul", "sizes": {"M": [8, -1], "N": "M", "K": "M"},
                 "variants": {"naive": None}}}, [],
          "ncuflow: config error at experiments.e.sizes.M[1]: -1 is less than the minimum of 1"),

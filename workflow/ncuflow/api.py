@@ -46,7 +46,9 @@ def run(
     ``config``: a config file, a config as a mapping (relative paths in it are relative to
     the current folder), or None for the workflow's own config.yaml (the default study).
     ``cores`` and ``gpus``: what the run may use (``snakemake --cores N --resources
-    gpu=G``). ``mode``: gpu, replay or auto, instead of the config's. ``workdir``: where
+    gpu=G``). ``mode``: gpu, replay, auto or check, instead of the config's (check measures
+    nothing: it prints a line per variant, raises where one is wrong, and returns an empty
+    table). ``workdir``: where
     results/ goes. ``targets``: files or rules to make, instead of everything. ``quiet``:
     Snakemake's progress only, as the workflow's default profile shows it.
     """
@@ -74,6 +76,8 @@ def run(
     from .report.results import load
 
     study = Path(configfiles[0]) if configfiles else SNAKEFILE.with_name("config.yaml")
+    if (mode or read_config(study).get("mode")) == "check":
+        return pd.DataFrame()  # nothing was measured; results/ may hold an earlier run's
     names = _experiments(study)
     table = load(workdir / "results")
     return table[table["experiment"].isin(names)].reset_index(drop=True)

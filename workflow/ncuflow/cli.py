@@ -220,15 +220,12 @@ def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _check(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    from .check.variants import check_study
+    from .check.variants import print_check
     from .files import read_config
     from .study.config import load_study
 
     study = load_study(read_config(args.configfile), args.configfile.resolve().parent)
-    wrong = 0
-    for checked in check_study(study, args.arch):  # on the terminal as each is done
-        print(f"ncuflow check: {checked.line()}", flush=True)
-        wrong += not checked.ok
+    wrong = print_check(study, args.arch)
     if wrong:
         raise NcuflowError(f"check: {wrong} variant(s) of {args.configfile} are wrong (above)")
 

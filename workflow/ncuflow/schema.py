@@ -30,12 +30,29 @@ def _deepest(err: Any) -> Any:
     return err
 
 
+def _kind(value: Any) -> str:
+    kind = type(value).__name__
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+
+
+def _alternatives(err: Any) -> str:
+    """What is wrong with a value that none of anyOf's branches takes: its type, where every
+    branch wants another; the one complaint of the branch whose type it has; else that it
+    is not valid."""
+    branches = list(err.context or ())
+    if branches and all(b.validator == "type" for b in branches):
+        wanted = " or ".join(str(b.validator_value) for b in branches)
+        return f"{err.instance!r} is {_kind(err.instance)}, not {wanted}"
+    others = [b for b in branches if b.validator != "type"]
+    return others[0].message if len(others) == 1 else f"{err.instance!r} is not valid"
+
+
 def _message(err: Any) -> ConfigError:
     """One line from a jsonschema ValidationError: where, what, and what is expected."""
     err = _deepest(err)
     path = list(err.absolute_path)
     if err.validator in {"anyOf", "oneOf"}:
-        message = f"{err.instance!r} is not valid"
+        message = _alternatives(err)
     elif err.validator == "enum":
         choices = ", ".join(map(str, err.validator_value))
         message = f"{err.instance!r} is not a valid choice; valid: {choices}"
@@ -47,9 +64,7 @@ def _message(err: Any) -> ConfigError:
     elif err.validator == "pattern":
         message = f"{err.instance!r} holds characters that are not allowed"
     elif err.validator == "type":
-        kind = type(err.instance).__name__
-        article = "an" if kind[0] in "aeiou" else "a"
-        message = f"{err.instance!r} is {article} {kind}, not {err.validator_value}"
+        message = f"{err.instance!r} is {_kind(err.instance)}, not {err.validator_value}"
     else:
         message = err.message
     description, node = None, err

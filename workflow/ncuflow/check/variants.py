@@ -49,6 +49,16 @@ def check_study(study: Study, arch: str = TARGET) -> Iterator[Checked]:
         yield Checked(experiment, variant, ok, said)
 
 
+def print_check(study: Study, arch: str = TARGET) -> int:
+    """Check every variant, one line each on the terminal as it is done; how many are
+    wrong (``ncuflow check``, and a run with ``mode: check``)."""
+    wrong = 0
+    for checked in check_study(study, arch):
+        print(f"ncuflow check: {checked.line()}", flush=True)
+        wrong += not checked.ok
+    return wrong
+
+
 def _compiled(plan: Plan, variant: Variant, study: Study, arch: str) -> str:
     """Every distinct tunable set (and dtype) of the plan compiled: what was done, or the
     first refusal as an error."""

@@ -38,7 +38,7 @@ def facts_differences(assumed: dict[str, int], found: dict[str, int]) -> list[st
     """One line per device fact the plan's restrictions assumed otherwise than this GPU has."""
     return [
         f"this GPU has {name} = {found[name]}, the plan assumed {assumed[name]} "
-        f"(device_limits.{name}): restrictions and grids that name it were decided for "
+        f"(device_limits.{name}): the expressions that name it were decided for "
         "another GPU; set device_limits to this GPU's facts"
         for name in DEVICE_FACTS
         if name in assumed and name in found and assumed[name] != found[name]

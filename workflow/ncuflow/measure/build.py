@@ -98,7 +98,9 @@ def _library_step(
 def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Problem) -> Launcher:
     """Compile (CuPy caches the binary per source and options) and bind the arguments of
     each launch the configuration makes."""
-    env = family.scope(variant, row.dims, row.params, (problem.in_dtype, problem.out_dtype))
+    # with the device facts the row was planned with, where what it launches follows them
+    env = {**family.scope(variant, row.dims, row.params, (problem.in_dtype, problem.out_dtype)),
+           **(row.grid_facts or {})}  # fmt: skip
     by_name = {launch.name: launch for launch in variant.launches}
     active = [(by_name[g.name], g) for g in row.launches]
     module = None

@@ -34,6 +34,12 @@ def l2_flush() -> Callable[[], None]:
 # stream's queue never fills while it is held (the host would block on a full queue).
 GATE_COMMANDS = 128
 GATE_LIMIT_S = 1.0
+# What a record's time_note says where a step kept the gate shut.
+GATE_GAVE_UP = (
+    "a step waited for the GPU while its launches were enqueued (a synchronising call, such "
+    "as a read back to the host inside a library function), so the gate gave up and it was "
+    "timed without it: host time between its launches is inside its times"
+)
 
 
 class Gate:
@@ -155,8 +161,11 @@ def time_config(
         return totals
 
     times, note = adaptive_repeats(batch, policy)
+    unstable = bool(note)
+    if launcher.gated and holding is None:
+        note = "; ".join(filter(None, [GATE_GAVE_UP, note]))
     record = {**timing_stats(times), "repeats": len(times), "times_ms": times,
-              "time_unstable": bool(note), "time_note": note}  # fmt: skip
+              "time_unstable": unstable, "time_note": note}  # fmt: skip
     if not launcher.on_host:
         record["gated"] = holding is not None
     if len(steps) > 1:

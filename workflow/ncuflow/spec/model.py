@@ -34,21 +34,17 @@ CHECK_KINDS = ("rel_fro", "max_abs", "exact")
 DRAWS = ("uniform", "normal", "integers")
 # Names every expression may use besides the dimensions and the tunables.
 BUILTIN_NAMES = ("in_bytes", "out_bytes")
-# Facts of the device that restrictions and launch grids may also use (device_limits in
-# the config, the H100's by default; each GPU job compares them with its own GPU's).
+# Facts of the device that every expression of a variant may also use: restrictions, launch
+# geometry and arguments, scratch shapes, tensor maps and models (device_limits in the
+# config, the H100's by default; each GPU job compares them with its own GPU's). A family's
+# own expressions (counts, tensor shapes) name only its dimensions.
 DEVICE_FACTS = ("sm_count", "max_threads_per_sm", "smem_per_sm")
-
-
-def names_device_facts(where: str) -> bool:
-    """Whether the expression at ``where`` (a restriction, a launch's grid) may name the
-    device's facts: a persistent kernel's grid is as many blocks as the GPU holds."""
-    return where.startswith("restrictions") or where.rpartition(".")[2].startswith("grid[")
 
 
 def restriction_where(i: int, inherited: int, like: Sequence[Path]) -> str:
     """Where restriction ``i`` of a variant's merged list was written, as errors name it:
-    the first ``inherited`` in the file it is like, at their place in that file's list (the
-    "restrictions" prefix lets them name device facts), the others at theirs in its own."""
+    the first ``inherited`` in the file it is like, at their place in that file's list, the
+    others at theirs in its own."""
     if i < inherited:
         return f"restrictions[{i}] of {like[0]} (inherited through like)"
     return f"restrictions[{i - inherited}]"

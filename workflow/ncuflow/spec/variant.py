@@ -23,7 +23,6 @@ from .model import (
     Tensor,
     TensorMap,
     Variant,
-    names_device_facts,
     restriction_where,
 )
 from .sources import check_confined, check_define, declaration, like_merged, local_includes
@@ -168,16 +167,14 @@ def _check_tolerances(path: Path, variant: Variant, view: FamilyView) -> None:
 def _check_names(path: Path, variant: Variant, view: FamilyView) -> None:
     """Every expression names only dimensions, tunables and element sizes; every launch
     argument is a tensor, a scratch buffer, a scalar or such an expression."""
-    known = set(view.dims) | set(variant.params) | set(BUILTIN_NAMES) | set(variant.leading_dims)
+    known = (set(view.dims) | set(variant.params) | set(BUILTIN_NAMES)
+             | set(variant.leading_dims) | set(DEVICE_FACTS))  # fmt: skip
     for where, named in variant.expressions():
-        unknown = named.names - known - (set(DEVICE_FACTS) if names_device_facts(where) else set())
+        unknown = named.names - known
         if unknown:
-            facts = sorted(unknown & set(DEVICE_FACTS))
-            hint = (f" ({', '.join(facts)}: a device fact, which only restrictions and launch "
-                    "grids may name)" if facts else "")  # fmt: skip
             raise SpecError(
                 f"{path}: {where} {named.text!r} uses unknown name(s) "
-                f"{', '.join(sorted(unknown))}{hint}; known: {', '.join(sorted(known))}"
+                f"{', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
             )
     objects = {*view.tensors, *variant.scratch, *variant.tensor_maps, *view.scalars}
     for i, launch in enumerate(variant.launches):

@@ -308,10 +308,12 @@ class VariantGrid:
         self._restrictions = _restrictions(family, variant, extra_restrictions, where)
         self.dtypes = variant.dtypes(dtype)
         self._facts = limits.facts()
-        # the device's facts its launches' geometry follows (a persistent grid of sm_count
-        # blocks): recorded per row, so that a measurement under other facts is not reused
-        named = {n for launch in variant.launches for _, e in launch.expressions("")
+        # the device's facts what it launches follows (a persistent grid of sm_count blocks,
+        # a buffer per SM): recorded per row, so that a measurement under other facts is not
+        # reused. A restriction only decides whether a row runs.
+        named = {n for where, e in variant.expressions() if not where.startswith("restrictions")
                  for n in e.names}  # fmt: skip
+        named |= {n for launch in variant.launches for a in launch.args or () for n in a.names}
         self._grid_facts = {k: v for k, v in self._facts.items() if k in named} or None
         declared = (("model_dram_bytes", variant.model_dram_bytes),
                     ("executed_flops", variant.executed_flops))  # fmt: skip
@@ -324,15 +326,19 @@ class VariantGrid:
         for combo in itertools.islice(combos, start, None):
             yield dict(zip(self.variant.params, combo, strict=True))
 
+    def _scope(self, dims: dict[str, int], params: dict[str, int]) -> dict[str, int]:
+        """What the variant's expressions may name at one configuration, the device's facts
+        included."""
+        return {**self.family.scope(self.variant, dims, params, self.dtypes), **self._facts}
+
     def _why(self, env: dict[str, int]) -> tuple[str, list[LaunchGeometry]]:
-        # restrictions and grids may name the device's facts
-        return _why_not(self.variant, self._restrictions, {**env, **self._facts}, self.limits)
+        return _why_not(self.variant, self._restrictions, env, self.limits)
 
     def scan(self) -> Scan:
         pending, expected, reasons, position = array("q"), array("d"), [], 0
         for params in self._tunables():
             for dims, _ in self.problems:
-                env = self.family.scope(self.variant, dims, params, self.dtypes)
+                env = self._scope(dims, params)
                 reason = self._why(env)[0]
                 counts = self._counts(env, dims)  # every formula a row needs, checked now
                 if not reason:
@@ -374,7 +380,7 @@ class VariantGrid:
     def _row(
         self, params: dict[str, int], dims: dict[str, int], scalars: dict[str, int | float]
     ) -> ConfigRow:
-        env = self.family.scope(self.variant, dims, params, self.dtypes)
+        env = self._scope(dims, params)
         reason, launches = self._why(env)
         in_dtype, out_dtype = self.dtypes
         flops, min_bytes = self._counts(env, dims)
