@@ -80,7 +80,7 @@ def test_a_sweep_is_drawn_with_its_best_marked(tmp_path: Path) -> None:
     table = replayed("h100-sxm-coarsening")["coarsening"]
     draw(table, MATMUL, DEVICE, tmp_path, ["sweep"])
     svg = (tmp_path / "sweep.svg").read_text()
-    assert "stmo, M = 64" in svg and "OP_PER_THREAD" in svg and "best marked" in svg
+    assert "stmo, M = 64" in svg and "OP_PER_THREAD" in svg and "best ★" in svg
 
 
 def test_styles_keep_one_colour_per_variant_and_grey_baselines(ladder: pd.DataFrame) -> None:

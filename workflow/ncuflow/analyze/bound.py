@@ -236,14 +236,27 @@ def ncu_classes(
     return {LATENCY}  # small grid, latency issue, low utilization
 
 
+def bound_class(memory_pct: float, compute_pct: float) -> str:
+    """The bound rule's class from its two figures (the busiest memory unit's and the SM's
+    or its FLOPs' share of peak): the larger decides at or above LATENCY_PCT, nothing is
+    saturated under it, and within BAND_POINTS of it the verdict is borderline. The Speed of
+    Light figure draws its regions with this very function."""
+    top, cls = (memory_pct, MEMORY) if memory_pct >= compute_pct else (compute_pct, COMPUTE)
+    if abs(top - LATENCY_PCT) < BAND_POINTS:
+        return BORDERLINE
+    return LATENCY if top < LATENCY_PCT else cls
+
+
 def classify(row: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str, Any]:
     """bound, bound_level, bound_reason and bound_agrees (with ncu's own verdict) of one
-    profiled configuration."""
+    profiled configuration, and the two figures the rule decided with (bound_memory_pct,
+    bound_compute_pct)."""
     mem_pct, unit, mem_text = _memory(row)
     cpu_pct, level, cpu_text = _compute(row, measured)
+    figures = {"bound_memory_pct": mem_pct, "bound_compute_pct": cpu_pct}
     if not math.isfinite(mem_pct) or not math.isfinite(cpu_pct):
         return {"bound": "", "bound_level": "", "bound_agrees": None,
-                "bound_reason": "no ncu metrics for this configuration"}  # fmt: skip
+                "bound_reason": "no ncu metrics for this configuration", **figures}  # fmt: skip
     dram = _measured_text(row, measured)
     tail = f"; {dram}" if dram and unit != "dram" else ""
     mem_text += f" ({dram})" if dram and unit == "dram" else ""
@@ -251,16 +264,17 @@ def classify(row: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str, A
         (mem_pct, (MEMORY, unit, mem_text), cpu_text) if mem_pct >= cpu_pct
         else (cpu_pct, (COMPUTE, level, cpu_text), mem_text))  # fmt: skip
     limiter, why = _latency(row)
-    if abs(top - LATENCY_PCT) < BAND_POINTS:
-        bound, bound_level = BORDERLINE, f"{cls} ({lvl}) or {LATENCY} ({limiter})"
+    bound = bound_class(mem_pct, cpu_pct)
+    if bound == BORDERLINE:
+        bound_level = f"{cls} ({lvl}) or {LATENCY} ({limiter})"
         reason = (f"borderline: the busiest resource is at {top:.1f} %, within {BAND_POINTS} "
                   f"points of the {LATENCY_PCT:.0f} % line: {text}; else {why}")  # fmt: skip
-    elif top < LATENCY_PCT:
-        bound, bound_level = LATENCY, limiter
+    elif bound == LATENCY:
+        bound_level = limiter
         reason = (f"latency: nothing above {LATENCY_PCT:.0f} % of its peak ({mem_text}; "
                   f"{cpu_text}); {why}")  # fmt: skip
     else:
-        bound, bound_level = cls, lvl
+        bound_level = lvl
         balanced = min(mem_pct, cpu_pct) >= LATENCY_PCT and abs(mem_pct - cpu_pct) <= TIE_POINTS
         prefix = f"balanced within {TIE_POINTS:.0f} points, the larger named: " if balanced else ""
         reason = f"{prefix}{text}; next: {other_text}"
@@ -284,15 +298,15 @@ def classify(row: Mapping[str, Any], measured: Mapping[str, Any]) -> dict[str, A
             f"; ncu says {row.get('ncu_bottleneck')!r}: {_disagreement(row, mem_pct, cpu_pct)}"
         )
     return {"bound": bound, "bound_level": bound_level, "bound_reason": reason,
-            "bound_agrees": agrees}  # fmt: skip
+            "bound_agrees": agrees, **figures}  # fmt: skip
 
 
 def _kernel_classes(memory_pct: float, sm_pct: float) -> set[str]:
     """The classes one kernel's figures stand for, by the same lines as a configuration's."""
-    top, cls = (memory_pct, MEMORY) if memory_pct >= sm_pct else (sm_pct, COMPUTE)
-    if abs(top - LATENCY_PCT) < BAND_POINTS:
-        return {cls, LATENCY}
-    return {LATENCY} if top < LATENCY_PCT else {cls}
+    cls = bound_class(memory_pct, sm_pct)
+    if cls == BORDERLINE:
+        return {MEMORY if memory_pct >= sm_pct else COMPUTE, LATENCY}
+    return {cls}
 
 
 def _disagreement(row: Mapping[str, Any], mem_pct: float, cpu_pct: float) -> str:

@@ -51,6 +51,7 @@ MEASURED = [
     "ai_dram", "ai_l2", "ai_l1", "dram_gbps", "sm_throughput_pct", "memory_throughput_pct",
     "achieved_occupancy_pct", "theoretical_occupancy_pct", "registers_per_thread",
     "shared_mem_per_block", "bound", "bound_level", "bound_reason", "bound_agrees",
+    "bound_memory_pct", "bound_compute_pct",
     *WHY_COLUMNS, "flops_check",
 ]  # fmt: skip
 DETAILS = [

@@ -15,11 +15,13 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.colors import ListedColormap
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-from ..analyze.bound import LATENCY_PCT
+from ..analyze.bound import BAND_POINTS, LATENCY_PCT, bound_class
 from ..spec import Family, load_family
-from ..vocab import OK, STANDARD_FIGURES
+from ..vocab import BORDERLINE, COMPUTE, LATENCY, MEMORY, OK, STANDARD_FIGURES
 from .roofline import roofline
 from .style import (
     BOUND_MARKERS,
@@ -39,6 +41,7 @@ from .style import (
     save,
     size_handle,
     size_label,
+    size_text,
     size_ticks,
     title,
 )
@@ -60,7 +63,8 @@ def free_dims(rows: pd.DataFrame, family: Family) -> list[str]:
 
 def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]) -> Any:
     """The best configuration of each variant at each size, its figure of merit with the
-    interquartile range of its timing as error bars; one panel per precision."""
+    interquartile range of its timing as error bars; one panel per precision (and value of
+    each free dimension), all on one y scale, logarithmic where the values span decades."""
     merit, base, what = merit_of(family)
     free = free_dims(table, family)
     best = best_configs(table, ["variant", family.size_axis, *free], merit)
@@ -83,8 +87,9 @@ def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dic
         len(panels),
         figsize=(FIGSIZE[0] + 2.5 * (len(panels) - 1), FIGSIZE[1]),
         squeeze=False,
-        sharey=False,
+        sharey=True,  # one scale: panels compare at a glance
     )
+    logarithmic = bool(value.min() > 0 and value.max() > 30 * value.min())  # a ladder spans decades
     several_dtypes = best["dtype"].nunique() > 1
     for ax, panel in zip(axes[0], panels, strict=True):
         in_panel = (best[keys] == pd.Series(panel, index=keys)).all(axis=1)
@@ -105,9 +110,8 @@ def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dic
             )
         ax.set_xscale("log", base=2)
         size_ticks(ax, sizes)
-        spread = value[in_panel]
-        if spread.min() > 0 and spread.max() > 30 * spread.min():
-            ax.set_yscale("log")  # a ladder spans orders of magnitude
+        if logarithmic:
+            ax.set_yscale("log")
             log_axis(ax.yaxis)
         else:
             ax.set_ylim(bottom=0)
@@ -137,59 +141,93 @@ def _swept(rows: pd.DataFrame, family: Family, variant: str) -> list[str]:
     return [p for p in params if p in rows and rows[p].nunique() > 1]
 
 
+def sweep_problems(table: pd.DataFrame, family: Family) -> tuple[list[str], list[tuple]]:
+    """The problem coordinates a sweep panel holds fixed (the size axis and every other
+    dimension or swept scalar that varies at one size, a batch say) and up to three
+    problems: the smallest, a middle and the largest, how the best moves with the problem."""
+    ok = table[table["status"] == OK]
+    keys = [family.size_axis, *free_dims(ok, family)]
+    every = sorted(set(ok[keys].itertuples(index=False, name=None)))
+    picks = sorted({round(j * (len(every) - 1) / 2) for j in range(3)}) if every else []
+    return keys, [every[i] for i in picks]
+
+
+def _skipped_reason(error: str, width: int = 22) -> str:
+    """A skipped cell's label: the restriction that failed (its text), or the reason's
+    first words, cut to ``width`` characters."""
+    quoted = error.split("'")
+    reason = quoted[1] if len(quoted) > 2 else " ".join(error.split()[:4])
+    return reason if len(reason) <= width else reason[: width - 1] + "…"
+
+
 def sweep(table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]) -> Any:
-    """Median time against the tunables of every swept variant, at up to three sizes:
-    a line for one tunable, a heatmap for two (others at their best); the best marked."""
+    """Time against the tunables of every swept variant at up to three problems, each
+    panel at one problem (its size and every other varying dimension named, never a best
+    over them), relative to the panel's best (★), on one scale for the whole figure: a
+    line for one tunable, a heatmap for two (others at their best, said so); a skipped
+    cell of a heatmap says which restriction skipped it."""
     ok = table[table["status"] == OK]
     swept = [(v, _swept(ok[ok["variant"] == v], family, v)) for v in styles.present(ok)]
     swept = [(v, p) for v, p in swept if p][:MAX_SWEEP_ROWS]
     if not swept:
         raise NoFigure("no variant is swept over its tunables in this experiment")
-    every = sorted(ok[family.size_axis].unique())
-    # the smallest, a middle and the largest size: how the best moves with the problem
-    sizes = [every[i] for i in sorted({round(j * (len(every) - 1) / 2) for j in range(3)})]
-    fig, axes = plt.subplots(
-        len(swept),
-        len(sizes),
-        squeeze=False,
-        figsize=(3.2 * len(sizes) + 1.5, 2.6 * len(swept) + 0.6),
-    )
+    keys, problems = sweep_problems(table, family)
+    size = (3.4 * len(problems) + 1.5, 2.7 * len(swept) + 0.6)
+    fig, axes = plt.subplots(len(swept), len(problems), squeeze=False, figsize=size)
+    panels = []  # (ax, variant, params, rows of the variant at the problem, all of them)
     for (variant, params), row_axes in zip(swept, axes, strict=True):
-        for size, ax in zip(sizes, row_axes, strict=True):
-            rows = ok[(ok["variant"] == variant) & (ok[family.size_axis] == size)]
-            ax.set_title(f"{variant}, {family.size_axis} = {size}", fontsize=8)
+        for problem, ax in zip(problems, row_axes, strict=True):
+            at = (table[keys] == pd.Series(problem, index=keys)).all(axis=1)
+            every = table[at & (table["variant"] == variant)]
+            ax.set_title(f"{variant}, " + ", ".join(f"{k} = {size_text(v)}" for k, v in
+                                                     zip(keys, problem, strict=True)),
+                         fontsize=8)  # fmt: skip
+            rows = every[every["status"] == OK]
             if rows.empty:
                 ax.axis("off")
+                why = every["error"].dropna()
+                ax.text(0.5, 0.5, "nothing measured ok here" + (
+                    f":\n{_skipped_reason(str(why.iloc[0]), 40)}" if len(why) else ""),
+                        ha="center", va="center", fontsize=7, color="0.35",
+                        transform=ax.transAxes)  # fmt: skip
                 continue
-            if len(params) == 1:
-                curve = rows.groupby(params[0])["time_ms"].min().sort_index()
-                ax.plot(
-                    curve.index.astype(str),
-                    curve.to_numpy(),
-                    color=styles.style[variant]["color"],
-                    marker="o",
-                )
-                ax.plot(str(curve.idxmin()), curve.min(), marker="*", ms=12, color="black", ls="")
-                ax.set_xlabel(params[0])
-                ax.set_ylabel("median time (ms)")
-            else:
-                a, b = sorted(params, key=lambda p: -rows[p].nunique())[:2]
-                grid = rows.groupby([a, b])["time_ms"].min().unstack(b)
-                image = ax.imshow(grid.to_numpy(dtype=float), cmap="viridis_r", aspect="auto")
-                ax.set_xticks(range(grid.shape[1]), grid.columns.astype(str))
-                ax.set_yticks(range(grid.shape[0]), grid.index.astype(str))
-                ax.set_xlabel(b)
-                ax.set_ylabel(a)
-                i, j = np.unravel_index(np.nanargmin(grid.to_numpy(dtype=float)), grid.shape)
-                ax.plot(j, i, marker="*", ms=12, color="white", markeredgecolor="black")
-                fig.colorbar(
-                    image,
-                    ax=ax,
-                    label="ms" + (" (best over the others)" if len(params) > 2 else ""),
-                )
+            panels.append((ax, variant, params, rows, every))
+    worst = max(float(r["time_ms"].max() / r["time_ms"].min()) for *_, r, _ in panels)
+    for ax, variant, params, rows, every in panels:
+        best = float(rows["time_ms"].min())
+        if len(params) == 1:
+            curve = rows.groupby(params[0])["time_ms"].min().sort_index() / best
+            ax.plot(curve.index.astype(str), curve.to_numpy(),
+                    color=styles.style[variant]["color"], marker="o")  # fmt: skip
+            ax.plot(str(curve.idxmin()), 1.0, marker="*", ms=12, color="black", ls="",
+                    gid=f"{variant}:best")  # fmt: skip
+            ax.set_ylim(1 - 0.04 * (worst - 1) - 0.01, worst + 0.04 * (worst - 1) + 0.01)
+            ax.set_xlabel(params[0])
+            ax.set_ylabel("time ÷ best")
+            continue
+        a, b = sorted(params, key=lambda p: -every[p].nunique())[:2]
+        grid = (rows.groupby([a, b])["time_ms"].min() / best).unstack(b)
+        grid = grid.reindex(index=sorted(every[a].unique()), columns=sorted(every[b].unique()))
+        image = ax.imshow(grid.to_numpy(dtype=float), cmap="viridis_r", aspect="auto",
+                          vmin=1.0, vmax=worst)  # fmt: skip
+        ax.set_xticks(range(grid.shape[1]), grid.columns.astype(str))
+        ax.set_yticks(range(grid.shape[0]), grid.index.astype(str))
+        ax.set_xlabel(b)
+        ax.set_ylabel(a)
+        skipped = every[every["status"] != OK].groupby([a, b])["error"].first()
+        for (value_a, value_b), error in skipped.items():
+            if np.isnan(grid.loc[value_a, value_b]):
+                i, j = grid.index.get_loc(value_a), grid.columns.get_loc(value_b)
+                ax.text(j, i, "skipped:\n" + _skipped_reason(str(error)), ha="center",
+                        va="center", fontsize=5, color="0.3", wrap=True)  # fmt: skip
+        i, j = np.unravel_index(np.nanargmin(grid.to_numpy(dtype=float)), grid.shape)
+        ax.plot(j, i, marker="*", ms=12, color="white", markeredgecolor="black",
+                gid=f"{variant}:best")  # fmt: skip
+        others = " (the others at their best)" if len(params) > 2 else ""
+        fig.colorbar(image, ax=ax, label=f"time ÷ best{others}")
     fig.suptitle(
-        f"{table['experiment'].iloc[0]}: time against tunables, best marked ★ "
-        f"({device.get('name', 'unknown GPU')})",
+        f"{table['experiment'].iloc[0]}: time against tunables, relative to each panel's "
+        f"best ★, one scale ({device.get('name', 'unknown GPU')})",
         fontsize=10,
     )
     return fig
@@ -206,16 +244,23 @@ def _classed_scatter(
     xy: tuple[str, str],
     classes: pd.Series,
     markers: dict[str, str],
+    hollow: pd.Series | None = None,
 ) -> None:
     """Each configuration at (x, y): its variant's colour, its class's marker, an area
-    growing with its problem size; one scatter call per variant and class."""
+    growing with its problem size; one scatter call per variant and class, and apart (its
+    group named ``<variant>:<class>:hollow``) for the rows ``hollow`` marks."""
     areas = marker_areas(rows[family.size_axis])
+    apart = np.zeros(len(rows), bool) if hollow is None else hollow.to_numpy(dtype=bool)
     for variant in styles.present(rows):
         pick = (rows["variant"] == variant).to_numpy()
         for name, marker in markers.items():
-            sel = pick & (classes == name).to_numpy()
-            marks(ax, rows.loc[sel, xy[0]], rows.loc[sel, xy[1]], areas[sel],
-                  styles.style[variant]["color"], marker)  # fmt: skip
+            for empty in (False, True):
+                sel = pick & (classes == name).to_numpy() & (apart == empty)
+                if not sel.any():
+                    continue
+                gid = f"{variant}:{name}" + (":hollow" if empty else "")
+                marks(ax, rows.loc[sel, xy[0]], rows.loc[sel, xy[1]], areas[sel],
+                      styles.style[variant]["color"], marker, gid, hollow=empty)  # fmt: skip
 
 
 def _classed_handles(
@@ -228,49 +273,80 @@ def _classed_handles(
     return [*handles, size_handle(family)]
 
 
+# The regions of the Speed of Light figure, by the bound rule's class.
+REGION_COLORS = {LATENCY: "0.85", BORDERLINE: "0.7", MEMORY: "#cfe3f2", COMPUTE: "#f6dcc3"}
+SOL_XY = ("bound_memory_pct", "bound_compute_pct")
+
+
+def rule_regions(limit: float, step: float = 0.25) -> tuple[np.ndarray, list[str]]:
+    """The bound rule's class at every point of a [0, limit]² grid (rows: compute %,
+    columns: memory %), as indices into the classes it returns: the figure's regions are
+    the rule itself, not a drawing of it."""
+    axis = np.arange(step / 2, limit, step)
+    classes = list(REGION_COLORS)
+    grid = np.array([[classes.index(bound_class(m, c)) for m in axis] for c in axis])
+    return grid, classes
+
+
 def speed_of_light(
     table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]
 ) -> Any:
-    """SM against memory throughput (% of peak, ncu's Speed of Light) per configuration;
-    the regions where each would be called memory-, compute- or latency-bound by Speed
-    of Light alone shaded (the table's bound uses every level and the FLOP rate too);
-    the marker is the table's bound."""
-    rows = profiled_rows(table)
+    """Per configuration, the two figures the bound rule decides with (the busiest memory
+    unit's share of its peak against the SM's or its FLOPs' share), on regions drawn by
+    the rule itself (analyze.bound.bound_class): each marker, the table's bound, lies in
+    its own region."""
+    rows = profiled_rows(table).dropna(subset=list(SOL_XY))
+    if rows.empty:
+        raise NoFigure("no profiled configuration has the bound rule's figures")
+    limit = max(100.0, float(np.ceil(rows[list(SOL_XY)].to_numpy().max() / 5) * 5))
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    t = LATENCY_PCT
-    ax.fill_between([0, t], 0, t, color="0.85", lw=0)
-    ax.fill([t, 100, 100, t], [0, 0, 100, t], color="#cfe3f2", lw=0)
-    ax.fill([0, t, 100, 0], [t, t, 100, 100], color="#f6dcc3", lw=0)
-    ax.plot([t, 100], [t, 100], color="0.5", lw=0.6)
-    for text, xy in (("latency", (t / 2, t / 2)), ("memory", (85, 25)), ("compute", (25, 85))):
+    grid, classes = rule_regions(limit)
+    colours = ListedColormap([REGION_COLORS[c] for c in classes])
+    ax.imshow(grid, origin="lower", extent=(0, limit, 0, limit), cmap=colours, vmin=-0.5,
+              vmax=len(classes) - 0.5, interpolation="nearest", aspect="auto")  # fmt: skip
+    ax.plot([LATENCY_PCT, limit], [LATENCY_PCT, limit], color="0.5", lw=0.6)
+    labels = ((LATENCY, (LATENCY_PCT / 2, LATENCY_PCT / 2)), (MEMORY, (0.85 * limit, 25)),
+              (COMPUTE, (25, 0.85 * limit)))  # fmt: skip
+    for text, xy in labels:
         ax.text(*xy, text, ha="center", va="center", color="0.35", fontsize=9)
-    _classed_scatter(ax, rows, family, styles, ("memory_throughput_pct", "sm_throughput_pct"),
-                     rows["bound"], BOUND_MARKERS)  # fmt: skip
-    ax.set_xlim(0, 100)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("memory throughput (% of peak, busiest of DRAM, L2, L1)")
-    ax.set_ylabel("SM throughput (% of peak)")
-    title(ax, table, "Speed of Light", device)
-    legend(ax, _classed_handles(rows, family, styles, BOUND_MARKERS, "bound: {}"))
+    _classed_scatter(ax, rows, family, styles, SOL_XY, rows["bound"], BOUND_MARKERS)
+    ax.set_xlim(0, limit)
+    ax.set_ylim(0, limit)
+    ax.set_xlabel("memory: busiest unit, % of its peak (DRAM, L2, L1, shared)")
+    ax.set_ylabel("compute: SM or its counted FLOPs, % of peak")
+    title(ax, table, "Speed of Light (the bound rule's figures)", device)
+    handles = _classed_handles(rows, family, styles, BOUND_MARKERS, "bound: {}")
+    band = f"borderline region: within {BAND_POINTS:g} points of {LATENCY_PCT:g} %"
+    handles.append(Patch(color=REGION_COLORS[BORDERLINE], label=band))
+    legend(ax, handles)
     return fig
 
 
 def occupancy(table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]) -> Any:
     """Achieved against theoretical occupancy per configuration; the marker names the
-    resource that limits the blocks per SM (ncu's launch__occupancy_limit_*)."""
+    resource that limits the blocks per SM (ncu's launch__occupancy_limit_*). A
+    configuration of several kernels is hollow: its achieved occupancy is their average
+    weighted by time, its theoretical one (and limiter) the longest kernel's, so it may
+    lie above the diagonal where a shorter kernel keeps more warps."""
     rows = profiled_rows(table)
     limits = rows[[f"occupancy_limit_{k}" for k in LIMIT_MARKERS]].astype(float)
     limiter = limits.idxmin(axis=1, skipna=True).str.removeprefix("occupancy_limit_")
+    several = rows["ncu_kernels"].astype(float).fillna(1) > 1
     fig, ax = plt.subplots(figsize=FIGSIZE)
     ax.plot([0, 100], [0, 100], color="0.5", lw=0.6, ls="--")
     xy = ("theoretical_occupancy_pct", "achieved_occupancy_pct")
-    _classed_scatter(ax, rows, family, styles, xy, limiter, LIMIT_MARKERS)
+    _classed_scatter(ax, rows, family, styles, xy, limiter, LIMIT_MARKERS, several)
     ax.set_xlim(0, 105)
     ax.set_ylim(0, 105)
     ax.set_xlabel("theoretical occupancy (% of the SM's warps the launch allows)")
     ax.set_ylabel("achieved occupancy (% warps active)")
     title(ax, table, "occupancy and its limiter", device)
-    legend(ax, _classed_handles(rows, family, styles, LIMIT_MARKERS, "limited by {}"))
+    handles = _classed_handles(rows, family, styles, LIMIT_MARKERS, "limited by {}")
+    if several.any():
+        handles.append(Line2D([], [], color="0.3", marker="o", mfc="none", ls="",
+                              label="hollow: several kernels\n(achieved: time-weighted;\n"
+                              "theoretical: the longest's)"))  # fmt: skip
+    legend(ax, handles)
     return fig
 
 

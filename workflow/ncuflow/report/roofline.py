@@ -31,49 +31,70 @@ from .style import (
     size_ticks,
     title,
 )
+from .summary import best_configs, merit_of
+
+# Intensities past this many times the largest ridge point are drawn at the axis's edge:
+# a tensor-core kernel that bypasses L1 reaches 10^5 FLOP/B there, which would squash the rest.
+EDGE_PAST_RIDGE = 30.0
+FADED = 0.18  # the opacity of the configurations that are not their variant's best
 
 
 def roofline(table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]) -> Any:
     """Counted FLOP/s against arithmetic intensity at DRAM, L2 and L1 (one marker each,
     joined per configuration), under each level's bandwidth and each precision's dense
-    roof, theoretical (solid) and measured on this device (dashed)."""
+    roof, theoretical (solid) and measured on this device (dashed), each labelled with its
+    values. Each variant's best configuration per problem stands in front; the rest of the
+    sweep is faded behind it. Intensities far past every ridge are drawn at the right edge."""
     rows = profiled_rows(table)
     rows = rows[rows["flops_counted"].astype(float) > 0]
     if rows.empty:
         return bandwidth_view(table, family, styles, device)
+    merit = merit_of(family)[0]
+    front = rows.index.isin(best_configs(rows, ["variant", *family.problem_columns], merit).index)
     y = rows["achieved_flops_per_s"].astype(float)
     roofs = {
         r: (float(g["roof_flops_per_s"].median()), float(g["roof_measured_flops_per_s"].median()))
         for r, g in rows.groupby("roof")
     }
     scale, unit = prefixed([*y, *(t for t, _ in roofs.values())], "FLOP/s")
-    ai = rows[[f"ai_{lvl}" for lvl in LEVEL_MARKERS]].astype(float)
-    lo = float(np.nanmin(ai.to_numpy())) / 4
-    hi = float(np.nanmax(ai.to_numpy())) * 4
     bandwidths = {
         lvl: (float(rows[f"peak_{lvl}_bytes_per_s"].median()), measured_ceiling(device, lvl))
         for lvl in LEVEL_MARKERS
     }
     top = max(t for t, _ in roofs.values())
-    hi = max(hi, *(top / b for b, _ in bandwidths.values() if b > 0)) * 1.5
+    ridge = max(top / b for b, _ in bandwidths.values() if b > 0)
+    edge = ridge * EDGE_PAST_RIDGE
+    ai = rows[[f"ai_{lvl}" for lvl in LEVEL_MARKERS]].astype(float).clip(upper=edge)
+    lo = float(np.nanmin(ai.to_numpy())) / 4
+    hi = max(float(np.nanmax(ai.to_numpy())) * 2, ridge * 1.5)
     fig, ax = plt.subplots(figsize=FIGSIZE)
     _ceilings(ax, bandwidths, roofs, (lo, hi), (scale, unit))
     areas = marker_areas(rows[family.size_axis])
     for variant in styles.present(rows):
-        pick = (rows["variant"] == variant).to_numpy()
         color = styles.style[variant]["color"]
-        points = ai[pick].to_numpy()
-        level_y = np.repeat(y[pick].to_numpy()[:, None] / scale, points.shape[1], axis=1)
-        segments = np.stack([points, level_y], axis=-1)
-        ax.add_collection(LineCollection(list(segments), colors=color, linewidths=0.6, alpha=0.5))
-        for j, lvl in enumerate(LEVEL_MARKERS):
-            marks(ax, points[:, j], level_y[:, j], areas[pick], color, LEVEL_MARKERS[lvl])
+        for best in (False, True):  # the sweep behind, the best in front
+            pick = ((rows["variant"] == variant).to_numpy()) & (front == best)
+            if not pick.any():
+                continue
+            points = ai[pick].to_numpy()
+            level_y = np.repeat(y[pick].to_numpy()[:, None] / scale, points.shape[1], axis=1)
+            segments = np.stack([points, level_y], axis=-1)
+            ax.add_collection(LineCollection(list(segments), colors=color, linewidths=0.6,
+                                             alpha=0.5 if best else FADED / 2))  # fmt: skip
+            for j, lvl in enumerate(LEVEL_MARKERS):
+                marks(ax, points[:, j], level_y[:, j], areas[pick], color, LEVEL_MARKERS[lvl],
+                      f"{variant}:{lvl}" + ("" if best else ":faded"),
+                      alpha=1.0 if best else FADED)  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     log_axis(ax.xaxis)
     log_axis(ax.yaxis)
-    ax.set_xlabel("arithmetic intensity (counted FLOP per byte of each level)")
+    beyond = bool(
+        (rows[[f"ai_{lvl}" for lvl in LEVEL_MARKERS]].astype(float) > edge).any(axis=None)
+    )
+    ax.set_xlabel("arithmetic intensity (counted FLOP per byte of each level)" + (
+        f"; past {edge:,.0f} at the edge" if beyond else ""))  # fmt: skip
     ax.set_ylabel(f"achieved {unit} (counted FLOPs / ncu duration)")
     ax.grid(True, which="major", alpha=0.2)
     title(ax, table, "hierarchical roofline", device)
@@ -83,9 +104,11 @@ def roofline(table: pd.DataFrame, family: Family, styles: Styles, device: dict[s
         for lvl, m in LEVEL_MARKERS.items()
     ]
     handles += [
+        Line2D([], [], color="0.3", marker="o", ls="", alpha=FADED,
+               label="faded: not the variant's best"),
         Line2D([], [], color="0.3", ls="-", label="theoretical ceiling"),
         Line2D([], [], color="0.3", ls="--", label="measured ceiling"),
-    ]
+    ]  # fmt: skip
     handles.append(size_handle(family))
     legend(ax, handles)
     return fig
@@ -108,9 +131,9 @@ def _ceilings(
             if value > 0:
                 ax.plot(x, np.minimum(x * value, top) / scale, color="0.3", lw=0.9, ls=style)
         at = (lo * 1.1, lo * 1.1 * theory / scale)
-        ax.annotate(
-            f"{LEVELS[lvl].label} {theory / 1e12:.2f} TB/s", at, va="bottom", **CEILING_LABEL
-        )
+        label = f"{LEVELS[lvl].label} {theory / 1e12:.3g}" + (
+            f" (measured {measured / 1e12:.3g})" if measured > 0 else "") + " TB/s"  # fmt: skip
+        ax.annotate(label, at, va="bottom", **CEILING_LABEL)
     for roof, (theory, measured) in roofs.items():
         text = (f"{PRECISIONS[roof].label} {theory / scale:,.3g}", f" {unit}")
         flat_ceiling(ax, (theory, measured), scale, text, xy=(hi / 1.05, theory / scale),

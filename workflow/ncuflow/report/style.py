@@ -201,19 +201,35 @@ def near_sizes(sizes: pd.Series) -> list[float]:
     return near
 
 
+def size_text(value: float) -> str:
+    """A problem size as a reader reads it: whole up to 99,999, a power of two as 2^k
+    above, else three digits and k, M or G (67.1M); a fraction (a swept scalar) as itself."""
+    if not float(value).is_integer():
+        return f"{value:g}"
+    whole = int(value)
+    if abs(whole) < 100_000:
+        return str(whole)
+    if whole > 0 and whole & (whole - 1) == 0:
+        return f"2^{whole.bit_length() - 1}"
+    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(whole) >= factor:
+            return f"{whole / factor:.3g}{suffix}"
+    return str(whole)
+
+
 def size_ticks(ax: Any, sizes: pd.Series) -> None:
     """A tick at every problem size on a log2 axis; a near size (near_sizes) keeps its tick
     but not a label that would overprint."""
     values = sorted(sizes.astype(float).unique())
     near = set(near_sizes(sizes))
-    labels = ["" if value in near else f"{value:g}" for value in values]
+    labels = ["" if value in near else size_text(value) for value in values]
     ax.set_xticks(values, labels, rotation=45 if len(values) > 8 else 0)
     ax.minorticks_off()
 
 
 def size_label(axis: str, sizes: pd.Series) -> str:
     near = near_sizes(sizes)
-    hollow = f"; hollow: {', '.join(f'{v:g}' for v in near)}" if near else ""
+    hollow = f"; hollow: {', '.join(size_text(v) for v in near)}" if near else ""
     return f"{axis} (elements, log scale{hollow})"
 
 
@@ -246,11 +262,20 @@ def measured_ceiling(device: dict[str, Any], name: str) -> float:
     return float(value) if value else math.nan
 
 
-def marks(ax: Any, x: Any, y: Any, size: Any, color: str, marker: str) -> None:
+def marks(
+    ax: Any, x: Any, y: Any, size: Any, color: str, marker: str, gid: str | None = None,
+    hollow: bool = False, alpha: float = 1.0,
+) -> None:  # fmt: skip
     """Data points, as every figure draws them: filled, outlined thinly in black, above the
-    lines and ceilings."""
+    lines and ceilings (``hollow``: outlined in their colour; faded ones, ``alpha`` < 1,
+    behind the others); ``gid`` names the group (``<variant>:<class>``) in the SVG and for
+    the tests that read a figure back."""
+    if hollow:
+        ax.scatter(x, y, s=size, facecolor="none", edgecolor=color, marker=marker,
+                   linewidth=1.2, zorder=3, gid=gid)  # fmt: skip
+        return
     ax.scatter(x, y, s=size, color=color, marker=marker, edgecolor="black", linewidth=0.3,
-               zorder=3)  # fmt: skip
+               zorder=3 if alpha >= 1 else 2, gid=gid, alpha=alpha)  # fmt: skip
 
 
 def flat_ceiling(
