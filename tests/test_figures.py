@@ -12,9 +12,10 @@ import pytest
 
 from conftest import ROOT, replayed
 from ncuflow.analyze.bound import bound_class
-from ncuflow.report.figures import FIGURES, rule_regions, sweep_problems
+from ncuflow.report.figures import FIGURES, rule_regions
 from ncuflow.report.style import Styles, profiled_rows
 from ncuflow.report.summary import best_configs, merit_of
+from ncuflow.report.sweep import sweep_problems
 from ncuflow.spec import load_family
 
 DEVICE = {"name": "NVIDIA H100 80GB HBM3", "date": "2026-11-26", "replayed_from": "h100-sxm"}

@@ -289,3 +289,13 @@ def flat_ceiling(
             ax.axhline(value / scale, color="0.3", lw=0.9, ls=style)
     label = text[0] + (f" (measured {measured / scale:,.3g})" if measured > 0 else "") + text[1]
     ax.annotate(label, **where, **CEILING_LABEL)
+
+
+def free_dims(rows: pd.DataFrame, family: Family) -> list[str]:
+    """The dimensions (and swept scalars) besides the size axis that take several values at
+    one size (a batch beside a layer's size): a best over them would hide which one each
+    point shows."""
+    ok = rows[rows["status"] == OK]
+    axis = family.size_axis
+    return [d for d in family.problem_columns
+            if d != axis and (ok.groupby(axis)[d].nunique() > 1).any()]  # fmt: skip
