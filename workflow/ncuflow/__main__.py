@@ -9,7 +9,8 @@ def _stopped_while_starting(signum: int, frame: object) -> None:
     sys.exit(130)
 
 
-# until the stage installs its own handlers (ncuflow.children.stop_on_signals)
+# until the stage installs its own handlers (ncuflow.children.stop_on_signals); a stage
+# started by the workflow starts with Ctrl-C ignored until here (cli.STARTS_DEAF)
 for _signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(_signum, _stopped_while_starting)
 

@@ -354,6 +354,12 @@ def _flat(args: Iterable[object]) -> list[str]:
     return out
 
 
+# Python starts with Ctrl-C ignored and ncuflow.__main__ catches it first thing: a Ctrl-C
+# while the interpreter is still importing would otherwise print a KeyboardInterrupt
+# traceback (an ignored signal stays ignored across exec; a handled one does not).
+STARTS_DEAF = "trap '' INT; exec "
+
+
 def command_line(name: str, *args: object) -> str:
     """A stage's command line for a Snakemake rule's shell: every word quoted
     (shlex.quote), so that a value from a config is one argument whatever it holds, never
@@ -361,7 +367,7 @@ def command_line(name: str, *args: object) -> str:
     python = local_path(sys.executable)  # ./ keeps a relative one from PATH's search
     words = [str(python) if python.is_absolute() else f"./{python}", "-m", "ncuflow", name,
              *_flat(args)]  # fmt: skip
-    return " ".join(shlex.quote(word) for word in words)
+    return STARTS_DEAF + " ".join(shlex.quote(word) for word in words)
 
 
 def copy_command(folder: str, outputs: Iterable[str]) -> str:
