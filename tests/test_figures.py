@@ -12,11 +12,13 @@ import pytest
 
 from conftest import ROOT, replayed
 from ncuflow.analyze.bound import bound_class
+from ncuflow.files import read_config
 from ncuflow.report.figures import FIGURES, rule_regions
 from ncuflow.report.style import Styles, profiled_rows
 from ncuflow.report.summary import best_configs, merit_of
 from ncuflow.report.sweep import sweep_problems
 from ncuflow.spec import load_family
+from ncuflow.study.config import load_study
 
 DEVICE = {"name": "NVIDIA H100 80GB HBM3", "date": "2026-11-26", "replayed_from": "h100-sxm"}
 # experiments whose figures are read back: the ladder, the layers, the verdicts study
@@ -122,3 +124,20 @@ def test_the_roofline_puts_each_variants_best_per_problem_in_front() -> None:
     for variant, at in best.groupby("variant"):
         drawn = sorted(dram[f"{variant}:dram"][:, 0])
         assert drawn == pytest.approx(sorted(at["ai_dram"].astype(float)), rel=1e-9)
+
+
+def test_layers_listed_apart_are_never_joined_as_a_trend() -> None:
+    """The default study lists the classifier's and the conv's sizes as separate layers:
+    their performance figure draws points, no line between two unrelated layers; the
+    ladder's sizes are one grid, a trend, joined."""
+    study = load_study(read_config(ROOT / "config.yaml"), ROOT)
+    assert study.separate_sizes("classifier") and study.separate_sizes("conv")
+    assert not study.separate_sizes("matmul_ladder")
+    for experiment, joined in (("classifier", False), ("matmul_ladder", True)):
+        table = replayed("h100-sxm")[experiment]
+        family = load_family(ROOT / "kernels", str(table["family"].iloc[0]))
+        fig = FIGURES["performance"](table, family, Styles(table, family, joined), DEVICE)
+        styles = {line.get_linestyle() for ax in fig.axes for line in ax.get_lines()
+                  if len(line.get_xdata()) > 1}  # fmt: skip
+        plt.close(fig)
+        assert (styles - {"None"} != set()) is joined, styles

@@ -129,7 +129,8 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
         paths = family_figure(table, family, args.figure, device, args.out_dir / args.figure)
     else:  # the figures in worker processes where the job has cores to spare: a run's tail
-        draw_each = functools.partial(draw_one, table, args.kernels_dir, device, args.out_dir)
+        draw_each = functools.partial(draw_one, table, args.kernels_dir, device, args.out_dir,
+                                      joined=not args.separate_sizes)  # fmt: skip
         if args.processes > 1:
             with ProcessPoolExecutor(min(args.processes, len(FIGURES))) as pool:
                 drawn = list(pool.map(draw_each, FIGURES))
@@ -312,6 +313,8 @@ def _table_stages(sub: Subparsers) -> None:
     p.add_argument("--figure", help="one of the family's own figures (default: the standard ones)")
     p.add_argument("--out-dir", type=Path, required=True)
     p.add_argument("--processes", type=int, default=1, help="draw the standard figures in so many")
+    p.add_argument("--separate-sizes", action="store_true",
+                   help="the sizes are separate problems (layers): never joined")  # fmt: skip
     p = _stage(sub, "devices", _devices, "results/devices/: one file per device the jobs ran on")
     p.add_argument("--out-dir", type=Path, required=True)
     p.add_argument("jobs", type=Path, nargs="+", help="each measure job's device.json")

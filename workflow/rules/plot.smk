@@ -36,6 +36,7 @@ rule plot:
             f"results/{wc.experiment}",
             "--processes",
             threads,
+            ["--separate-sizes"] if STUDY.separate_sizes(wc.experiment) else [],
         ),
     shell:
         "{params.cmd} --log {log:q}"

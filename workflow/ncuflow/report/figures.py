@@ -92,7 +92,7 @@ def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dic
                 ax,
                 best.loc[pick, family.size_axis].to_numpy(dtype=float)[order],
                 (value[pick] / scale).to_numpy()[order],
-                styles.style[variant],
+                styles.line(variant),
                 near_sizes(sizes),
                 yerr=[lower[pick].to_numpy()[order], upper[pick].to_numpy()[order]],
                 ms=4,
@@ -106,7 +106,8 @@ def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dic
             log_axis(ax.yaxis)
         else:
             ax.set_ylim(bottom=0)
-        ax.set_xlabel(size_label(family.size_axis, sizes))
+        apart = "" if styles.joined else "; sizes listed apart: not joined"
+        ax.set_xlabel(size_label(family.size_axis, sizes) + apart)
         named = [panel[0]] if several_dtypes else []
         named += [f"{d} = {v}" for d, v in zip(keys[1:], panel[1:], strict=True)]
         ax.set_title(", ".join(named))
@@ -290,11 +291,13 @@ assert tuple(FIGURES) == STANDARD_FIGURES  # the names the workflow's rules expe
 
 
 def draw(
-    table: pd.DataFrame, family: Family, device: dict[str, Any], out_dir: Path, names: list[str]
-) -> list[Path]:
+    table: pd.DataFrame, family: Family, device: dict[str, Any], out_dir: Path, names: list[str],
+    joined: bool = True,
+) -> list[Path]:  # fmt: skip
     """The figures ``names`` of one experiment into ``out_dir``; a figure that cannot be
-    drawn becomes a note, so that the others still build."""
-    styles = Styles(table, family)
+    drawn becomes a note, so that the others still build. ``joined``: whether points at
+    successive sizes are a trend, joined by lines (not where the sizes are separate layers)."""
+    styles = Styles(table, family, joined)
     paths = []
     for name in names:
         try:
@@ -307,12 +310,13 @@ def draw(
 
 
 def draw_one(
-    table: pd.DataFrame, kernels_dir: Path, device: dict[str, Any], out_dir: Path, name: str
-) -> list[Path]:
+    table: pd.DataFrame, kernels_dir: Path, device: dict[str, Any], out_dir: Path, name: str,
+    joined: bool = True,
+) -> list[Path]:  # fmt: skip
     """draw() of one figure, the family read here: what each worker process of a parallel
     plot stage runs."""
     family = load_family(kernels_dir, str(table["family"].iloc[0]))
-    return draw(table, family, device, out_dir, [name])
+    return draw(table, family, device, out_dir, [name], joined)
 
 
 def family_figure(

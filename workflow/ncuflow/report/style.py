@@ -84,7 +84,8 @@ def prefixed(values: Any, unit: str) -> tuple[float, str]:
 class Styles:
     """Colour, marker and line of each variant, the same in every figure."""
 
-    def __init__(self, table: pd.DataFrame, family: Family) -> None:
+    def __init__(self, table: pd.DataFrame, family: Family, joined: bool = True) -> None:
+        self.joined = joined  # whether successive sizes are a trend a line may join
         variants = family.ordered(list(dict.fromkeys(table["variant"])))
         baseline = table.groupby("variant")["baseline"].first().astype(bool)
         self.order = variants
@@ -108,6 +109,11 @@ class Styles:
 
     def present(self, rows: pd.DataFrame) -> list[str]:
         return [v for v in self.order if v in set(rows["variant"])]
+
+    def line(self, variant: str) -> dict[str, Any]:
+        """A variant's style for points along the size axis: its line only where
+        successive sizes are a trend."""
+        return self.style[variant] if self.joined else {**self.style[variant], "ls": "none"}
 
     def handles(self, variants: list[str]) -> list[Line2D]:
         return [

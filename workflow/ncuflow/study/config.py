@@ -235,6 +235,11 @@ class Study:
             for file in names
         ]
 
+    def separate_sizes(self, experiment: str) -> bool:
+        """Whether an experiment's sizes are a list of grids (named layers, say): separate
+        problems, which figures do not join as a trend."""
+        return isinstance(self.config["experiments"][experiment]["sizes"], list)
+
     def figures(self, experiment: str) -> list[str]:
         """Every figure of an experiment: the standard ones and its family's own."""
         return [*STANDARD_FIGURES, *self.experiments[experiment].family.figures]
