@@ -217,3 +217,6 @@ def test_two_captures_compared_carry_a_verdict_on_every_configuration(tmp_path: 
     # the host BLAS runs on two different CPUs: that shows as a real change, not noise
     assert (rows.loc[rows["variant"] == "cpu_blas", "verdict"] != "AMBIGUOUS").all()
     assert "| verdicts |" in (tmp_path / "compare.md").read_text()
+    # the host BLAS has its own panel: another CPU's factor does not set the GPU's scale
+    svg = (tmp_path / "compare.svg").read_text()
+    assert "GPU variants" in svg and "host variants" in svg and "median" in svg

@@ -103,6 +103,7 @@ def compare(a: Path, b: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         rows[f"{m}_ratio"] = ratios[m]
     if "bound_a" in both:
         rows["bound_a"], rows["bound_b"] = both["bound_a"], both["bound_b"]
+    rows["runs_on"] = both.get("runs_on_a", "gpu")
     keys_a, keys_b = (set(map(tuple, t[KEY].to_numpy())) for t in (left, right))
     only = {"a": sorted(keys_a - keys_b), "b": sorted(keys_b - keys_a)}
     return rows.reset_index(drop=True), only
@@ -156,28 +157,44 @@ def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str)
 
 
 def figure(rows: pd.DataFrame, name_a: str, name_b: str, out: Path) -> list[Path]:
-    """Every configuration's speedup, grouped by variant (log scale, 1 marked)."""
-    order = list(dict.fromkeys(rows["experiment"] + " / " + rows["variant"]))
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(order) + 2), 4.8))
-    position = {name: i for i, name in enumerate(order)}
-    x = (rows["experiment"] + " / " + rows["variant"]).map(position)
-    jitter = np.random.default_rng(0).uniform(-0.2, 0.2, len(rows))
-    ax.scatter(x + jitter, rows["speedup"], s=14, color="#0072B2", edgecolor="black", linewidth=0.3)
-    means = rows.groupby(["experiment", "variant"], sort=False)["speedup"].apply(geomean)
-    ax.scatter(range(len(order)), means.to_numpy(), marker="_", s=400, color="#D55E00",
-               label="geometric mean", zorder=3)  # fmt: skip
-    ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
-    ax.set_yscale("log")
-    ax.set_xticks(range(len(order)), order, rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("speedup (time on A / time on B)")
-    ax.set_title(f"B = {name_b}\nagainst A = {name_a}", fontsize=9)
-    ax.legend(frameon=False)
+    """Every configuration's speedup, grouped by variant (log scale, 1 marked, each
+    variant's geometric mean and median); host variants in a panel of their own, so that a
+    different CPU's factor does not set the GPU variants' scale."""
+    host = rows["runs_on"] == "cpu"
+    sides = (("GPU variants", rows[~host]), ("host variants\n(the host's clock)", rows[host]))
+    groups = [(name, part) for name, part in sides if len(part)]
+    widths = [max(3.0, len(part.groupby(["experiment", "variant"]))) for _, part in groups]
+    fig, axes = plt.subplots(1, len(groups), squeeze=False, width_ratios=widths,
+                             figsize=(max(6.0, 0.45 * sum(widths) + 2.5), 4.8))  # fmt: skip
+    for ax, (name, part) in zip(axes[0], groups, strict=True):
+        _speedups(ax, part)
+        ax.set_title(name, fontsize=8)
+    axes[0][0].set_ylabel("speedup (time on A / time on B)")
+    axes[0][0].legend(frameon=False, fontsize=7, loc="upper left")
+    fig.suptitle(f"B = {name_b}\nagainst A = {name_a}", fontsize=9)
     fig.tight_layout()
     paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
     for path in paths:
         fig.savefig(path, dpi=150)
     plt.close(fig)
     return paths
+
+
+def _speedups(ax: Any, rows: pd.DataFrame) -> None:
+    """One panel of figure(): the configurations' speedups, jittered per variant."""
+    order = list(dict.fromkeys(rows["experiment"] + " / " + rows["variant"]))
+    position = {name: i for i, name in enumerate(order)}
+    x = (rows["experiment"] + " / " + rows["variant"]).map(position)
+    jitter = np.random.default_rng(0).uniform(-0.2, 0.2, len(rows))
+    ax.scatter(x + jitter, rows["speedup"], s=14, color="#0072B2", edgecolor="black", linewidth=0.3)
+    grouped = rows.groupby(["experiment", "variant"], sort=False)["speedup"]
+    ax.scatter(range(len(order)), grouped.apply(geomean).to_numpy(), marker="_", s=400,
+               color="#D55E00", label="geometric mean", zorder=3)  # fmt: skip
+    ax.scatter(range(len(order)), grouped.median().to_numpy(), marker="x", s=30,
+               color="#009E73", label="median (robust to outliers)", zorder=3)  # fmt: skip
+    ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(order)), order, rotation=60, ha="right", fontsize=7)
 
 
 def run(a: Path, b: Path, out: Path) -> list[Path]:
