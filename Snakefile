@@ -56,6 +56,7 @@ from ncuflow.device.mode import mode_line, replays_here
 from ncuflow.errors import NcuflowError
 from ncuflow.files import local_path, read_config, write_if_changed
 from ncuflow.study.config import coerce_overrides, load_study
+from ncuflow.study.questions import questions_json
 from ncuflow.vocab import (
     CHUNKS,
     MEASURE,

@@ -166,6 +166,22 @@ CHANGES = [
     ("experiments/sq/variants", ["naive"], f"{EXP}.variants", "['naive'] is a list, not object"),
     ("experiments/sq", "matmul", EXP, "'matmul' is a str, not object"),
     ("experiments/sq/sizes", "M=64", f"{EXP}.sizes", "'M=64' is a str, not object or array"),
+    # an experiment's questions (answered at the end of summary.md)
+    ("experiments/sq/questions", [{"ask": "x", "speedup": ["naive", "tiled"]}],
+     f"{EXP}.questions[0].speedup", "'tiled' is not a variant of this experiment; valid: naive"),
+    ("experiments/sq/questions", [{"ask": "x", "best": "naive", "bound": "naive"}],
+     f"{EXP}.questions[0]", "give exactly one of speedup, best, bound, throughput (found best, "),
+    ("experiments/sq/questions", [{"ask": "x"}], f"{EXP}.questions[0]",
+     "give exactly one of speedup, best, bound, throughput (found none)"),
+    ("experiments/sq/questions", [{"ask": "x", "speedup": ["naive"]}],
+     f"{EXP}.questions[0].speedup", "speedup names two variants, [A, B]"),
+    ("experiments/sq/questions", [{"ask": "x", "best": "naive", "at": {"Q": 4}}],
+     f"{EXP}.questions[0].at.Q", "not a dimension or scalar of the family; valid: M, N, K"),
+    ("experiments/sq/questions", [{"ask": "x", "best": "naive", "at": {"M": "big"}}],
+     f"{EXP}.questions[0].at.M", "'big' is a str, not number"),
+    ("experiments/sq/questions", [{"best": "naive"}], f"{EXP}.questions[0]", "ask"),
+    ("experiments/sq/questions", [{"ask": "x", "best": "naive", "why": 1}],
+     f"{EXP}.questions[0].why", "unknown key 'why'; valid: ask, speedup"),
 ]  # fmt: skip
 SCALARS = [
     ({"beta": 1.0}, "experiments.g.scalars.beta", "unknown scalar 'beta' of family gather; valid: alpha"),

@@ -171,10 +171,11 @@ def _device_table(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     import pandas as pd
 
-    from .report import rungs
+    from .report import questions, rungs
     from .report.summary import markdown, summarize
     from .report.tables import findings_page, write_html_table
     from .spec import load_family
+    from .study.questions import questions_from_json
 
     table = pd.read_parquet(args.table)
     family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
@@ -184,8 +185,15 @@ def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     findings = pd.read_parquet(args.findings)
     changes = rungs.rung_changes(table, family, findings)
     changes.to_csv(args.rungs, index=False, float_format="%.6g")
-    text = markdown(summary, family, experiment)
-    args.md.write_text(text + "\n" + rungs.markdown(changes))
+    text = markdown(summary, family, experiment) + "\n" + rungs.markdown(changes)
+    devices = table["device"].dropna() if "device" in table else pd.Series(dtype=str)
+    asked = questions.markdown(
+        summary,
+        questions_from_json(args.questions.read_text() if args.questions else "[]"),
+        family.problem_columns,
+        devices.iloc[0] if len(devices) else None,
+    )
+    args.md.write_text(text + ("\n" + asked if asked else ""))
     write_html_table(summary, args.csv.with_suffix(".html"), f"{experiment}: each variant's best",
                      "Each variant's fastest configuration per problem size.")  # fmt: skip
     write_html_table(changes, args.rungs.with_suffix(".html"), f"{experiment}: rung to rung",
@@ -328,6 +336,7 @@ def _table_stages(sub: Subparsers) -> None:
     p.add_argument("--md", type=Path, required=True)
     p.add_argument("--findings", type=Path, required=True, help="the experiment's findings")
     p.add_argument("--rungs", type=Path, required=True, help="what changed between rungs (CSV)")
+    p.add_argument("--questions", type=Path, help="the experiment's questions (JSON)")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -48,8 +48,9 @@ MEASURED = [
     "gbps",
     "ncu_time_ms", "flops_counted", "roof", "roof_flops_per_s", "roof_measured_flops_per_s",
     "achieved_flops_per_s", "dram_bytes", "model_dram_bytes", "l2_bytes", "l1_bytes",
-    "ai_dram", "ai_l2", "ai_l1", "dram_gbps", "sm_throughput_pct", "memory_throughput_pct",
-    "achieved_occupancy_pct", "theoretical_occupancy_pct", "registers_per_thread",
+    "ai_model", "ai_dram", "ai_l2", "ai_l1", "dram_gbps", "sm_throughput_pct",
+    "memory_throughput_pct", "achieved_occupancy_pct", "theoretical_occupancy_pct",
+    "registers_per_thread",
     "shared_mem_per_block", "bound", "bound_level", "bound_reason", "bound_agrees",
     "bound_memory_pct", "bound_compute_pct",
     *WHY_COLUMNS, "flops_check",
@@ -117,6 +118,7 @@ def variant_rows(
         row.update(plan.scalars_of(config))
         launches = config.launches
         row.update({k: getattr(config, k) for k in PLANNED})
+        row["ai_model"] = _analytic_intensity(config.flops, config.model_dram_bytes)
         row.update(
             merit=family.merit,
             baseline=variant.baseline,
@@ -140,6 +142,14 @@ def variant_rows(
                 _timed_columns(row, cid, metrics, profile_errors, variant, ceilings)
         rows.append(row)
     return rows
+
+
+def _analytic_intensity(flops: float | None, model_dram_bytes: float | None) -> float:
+    """FLOPs per byte of the variant's declared DRAM traffic (``model_dram_bytes``): the
+    intensity a report derives by hand, beside the measured ``ai_dram``."""
+    if not flops or not model_dram_bytes or model_dram_bytes <= 0:
+        return np.nan
+    return flops / model_dram_bytes
 
 
 def _timed_columns(

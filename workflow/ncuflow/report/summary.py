@@ -14,10 +14,10 @@ import pandas as pd
 from ..spec import Family
 from ..vocab import OK, SKIPPED
 
-COLUMNS = ["variant", "parameters", "dtype", "time_ms", "time_ms_iqr", "throughput", "unit",
-           "pct_of_library", "library", "speedup", "speedup_over", "bound", "bound_level",
-           "ncu_bottleneck", "top_finding", "top_finding_speedup_pct", "top_stall",
-           "configurations", "failed"]  # fmt: skip
+COLUMNS = ["variant", "parameters", "dtype", "time_ms", "time_ms_iqr", "time_ci95_pct",
+           "throughput", "unit", "pct_of_library", "library", "speedup", "speedup_over",
+           "ai_model", "ai_dram", "bound", "bound_level", "ncu_bottleneck", "top_finding",
+           "top_finding_speedup_pct", "top_stall", "configurations", "failed"]  # fmt: skip
 
 
 def merit_of(family: Family) -> tuple[str, str, str]:
@@ -106,6 +106,15 @@ def _cell(value: object, fmt: str) -> str:
     )
 
 
+def _intensities(row: object) -> str:
+    """'20.9 (18.3)': the analytic intensity and, where profiled, the measured DRAM one."""
+    model, dram = getattr(row, "ai_model", None), getattr(row, "ai_dram", None)
+    if model is None or pd.isna(model):
+        return _cell(dram, ".1f") if dram is not None and pd.notna(dram) else "–"
+    measured = f" ({dram:.1f})" if dram is not None and pd.notna(dram) else ""
+    return f"{model:.1f}{measured}"
+
+
 def markdown(summary: pd.DataFrame, family: Family, experiment: str) -> str:
     """The summary as Markdown: a table per problem size, variants in ladder order."""
     dims = family.problem_columns
@@ -117,8 +126,8 @@ def markdown(summary: pd.DataFrame, family: Family, experiment: str) -> str:
         values = size if isinstance(size, tuple) else (size,)
         lines += [", ".join(f"{d} = {v}" for d, v in zip(dims, values, strict=True)), ""]
         lines += [f"| variant | parameters | time (ms) | {unit} | % of library | speedup over "
-                  f"{rows['speedup_over'].iloc[0]} | bound (level) | ncu's top finding |",
-                  "|---|---|---:|---:|---:|---:|---|---|"]  # fmt: skip
+                  f"{rows['speedup_over'].iloc[0]} | FLOP/B: model (DRAM) | bound (level) | "
+                  "ncu's top finding |", "|---|---|---:|---:|---:|---:|---:|---|---|"]  # fmt: skip
         for row in rows.itertuples():
             library = (f"{_cell(row.pct_of_library, '.1f')} ({row.library})"
                        if isinstance(row.library, str) else "–")  # fmt: skip
@@ -133,7 +142,7 @@ def markdown(summary: pd.DataFrame, family: Family, experiment: str) -> str:
                 finding = f"{row.top_finding} (est. {row.top_finding_speedup_pct:.0f} %)"
             cells = [f"{row.variant}{failed}", row.parameters or "–", _cell(row.time_ms, ".4f"),
                      _cell(row.throughput, ",.2f"), library, _cell(row.speedup, ".2f"),
-                     bound, finding.replace("|", "/")]  # fmt: skip
+                     _intensities(row), bound, finding.replace("|", "/")]  # fmt: skip
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)

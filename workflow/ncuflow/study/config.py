@@ -35,6 +35,7 @@ from ..vocab import (
 from .checks import check_grid, check_sections, no_floats
 from .expand import DeviceLimits, Scan, VariantGrid, size_grid, values_once
 from .parts import batch_groups, part_expected_s, part_starts
+from .questions import Question, parse_questions
 
 BUNDLED_KERNELS = Path(__file__).resolve().parents[3] / "kernels"  # the workflow's own
 PLANS = Path(".snakemake") / "ncuflow" / "plans"  # where the workflow keeps plans for jobs
@@ -49,6 +50,7 @@ class Experiment:
     given: dict[str, dict[str, Any]]  # variant -> its grid as the config gave it
     scalars: dict[str, int | float]  # each scalar's one value (declared or overridden)
     swept: dict[str, list[int | float]]  # each scalar the experiment sweeps: its values
+    questions: tuple[Question, ...]  # what the report the study follows asked of it
 
     @property
     def variants(self) -> list[str]:
@@ -296,6 +298,7 @@ def _experiment(
         given=given,
         scalars=scalars,
         swept=swept,
+        questions=parse_questions(data.get("questions"), grids, family.problem_columns, where),
     )
 
 
