@@ -15,6 +15,7 @@ import pytest
 import ncuflow
 from conftest import CAPTURES, ROOT, replayed
 from ncuflow.report.compare import run as compare_runs
+from ncuflow.report.compare import traffic_verdict
 from ncuflow.report.figures import FIGURES, draw
 from ncuflow.report.style import Styles, near_sizes, prefixed, size_ticks
 from ncuflow.report.summary import markdown, summarize
@@ -220,3 +221,21 @@ def test_two_captures_compared_carry_a_verdict_on_every_configuration(tmp_path: 
     # the host BLAS has its own panel: another CPU's factor does not set the GPU's scale
     svg = (tmp_path / "compare.svg").read_text()
     assert "GPU variants" in svg and "host variants" in svg and "median" in svg
+    # traffic has a verdict per level; the H200 side was timed before the gate existed
+    gpu = rows[rows["variant"] != "cpu_blas"]
+    for level in ("dram_bytes", "l2_bytes", "l1_bytes"):
+        assert set(gpu[f"{level}_verdict"]) <= {"SAME", "LESS", "MORE"}, level
+        ratio = gpu[f"{level}_ratio"]
+        assert (gpu.loc[ratio < 0.95, f"{level}_verdict"] == "LESS").all()
+        assert (gpu.loc[(ratio - 1).abs() <= 0.05, f"{level}_verdict"] == "SAME").all()
+    text = (tmp_path / "compare.md").read_text()
+    assert "| experiment | variant | dram_bytes | l2_bytes | l1_bytes |" in text
+    assert "2026-11-24): timed with the method before 2026-11-25" in text
+    assert "h100-sxm (NVIDIA H100 80GB HBM3, 2026-11-26): timed" not in text
+
+
+def test_a_traffic_verdict_needs_a_change_over_five_percent() -> None:
+    assert traffic_verdict(100.0, 104.0) == "SAME"
+    assert traffic_verdict(100.0, 94.0) == "LESS"
+    assert traffic_verdict(100.0, 106.0) == "MORE"
+    assert traffic_verdict(float("nan"), 100.0) == "AMBIGUOUS"

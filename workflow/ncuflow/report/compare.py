@@ -38,6 +38,13 @@ METRICS = ["time_ms", "ncu_time_ms", "achieved_flops_per_s", "dram_bytes", "l2_b
 SAME, FASTER, SLOWER, AMBIGUOUS = "SAME", "FASTER", "SLOWER", "AMBIGUOUS"
 MIN_EFFECT = 0.02  # a change below 2 % is called no change
 RESAMPLES = 2000
+# A traffic verdict per level: each side has one profiled launch, so no interval; ncu's byte
+# counts of the same launch differ between replays by well under MIN_TRAFFIC_EFFECT.
+LESS, MORE = "LESS", "MORE"
+TRAFFIC = ["dram_bytes", "l2_bytes", "l1_bytes"]
+MIN_TRAFFIC_EFFECT = 0.05
+# compare.png's marker per time verdict (hollow: the repeats cannot tell)
+VERDICT_COLORS = {FASTER: "#009E73", SLOWER: "#D55E00", SAME: "#999999", AMBIGUOUS: None}
 
 
 def verdict(times_a: list[float], times_b: list[float], seed: int = 0) -> tuple[str, float, float]:
@@ -60,6 +67,27 @@ def verdict(times_a: list[float], times_b: list[float], seed: int = 0) -> tuple[
     if low >= down and high <= up:
         return SAME, float(low), float(high)
     return AMBIGUOUS, float(low), float(high)
+
+
+def traffic_verdict(bytes_a: float, bytes_b: float) -> str:
+    """LESS or MORE where B moves fewer or more bytes than A by more than
+    MIN_TRAFFIC_EFFECT, SAME within it, AMBIGUOUS where a side has no count."""
+    if not (np.isfinite(bytes_a) and np.isfinite(bytes_b)) or bytes_a <= 0:
+        return AMBIGUOUS
+    ratio = bytes_b / bytes_a
+    if abs(ratio - 1.0) <= MIN_TRAFFIC_EFFECT:
+        return SAME
+    return LESS if ratio < 1.0 else MORE
+
+
+def timing_method(table: pd.DataFrame) -> str | None:
+    """What to say where a side's GPU rows were timed with the method before 2026-11-25
+    (launches not enqueued behind a gate: `gated` is empty); None where it is today's."""
+    gpu = table[(table.get("runs_on", "gpu") == "gpu") & (table["status"] == OK)]
+    if len(gpu) and ("gated" not in gpu or gpu["gated"].isna().all()):
+        return ("timed with the method before 2026-11-25 (launches not enqueued behind a "
+                "gate, so host delays could fall inside a timed interval)")  # fmt: skip
+    return None
 
 
 def label(folder: Path) -> str:
@@ -87,6 +115,12 @@ def compare(a: Path, b: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     rows["verdict"] = [v for v, _, _ in judged]
     rows["speedup_low"] = [low for _, low, _ in judged]
     rows["speedup_high"] = [high for _, _, high in judged]
+    for level in TRAFFIC:
+        if f"{level}_a" in both:  # a table of host variants alone has no traffic
+            rows[f"{level}_verdict"] = [
+                traffic_verdict(float(x), float(y))
+                for x, y in zip(both[f"{level}_a"], both[f"{level}_b"], strict=True)
+            ]
     ratios = pd.DataFrame(
         {m: both[f"{m}_b"].astype(float) / both[f"{m}_a"].astype(float) for m in metrics}
     )
@@ -105,7 +139,8 @@ def compare(a: Path, b: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         rows["bound_a"], rows["bound_b"] = both["bound_a"], both["bound_b"]
     rows["runs_on"] = both.get("runs_on_a", "gpu")
     keys_a, keys_b = (set(map(tuple, t[KEY].to_numpy())) for t in (left, right))
-    only = {"a": sorted(keys_a - keys_b), "b": sorted(keys_b - keys_a)}
+    only: dict[str, Any] = {"a": sorted(keys_a - keys_b), "b": sorted(keys_b - keys_a)}
+    only["method_a"], only["method_b"] = timing_method(left), timing_method(right)
     return rows.reset_index(drop=True), only
 
 
@@ -139,6 +174,7 @@ def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str)
                  f"{group['speedup'].min():.3f}", f"{group['speedup'].max():.3f}", told,
                  f"{metric} ({ratio:.3g}×)" if len(counts) else "–"]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
+    lines += _traffic_lines(rows) + _caveats(rows, only, name_a, name_b)
     ratios = rows[[c for c in rows if c.endswith("_ratio") and c != "moved_most_ratio"]]
     spread = np.log2(ratios.where(ratios > 0)).abs().median().sort_values(ascending=False)
     lines += ["", "Metrics by how far they moved (median |log2(B/A)| over all configurations):", ""]
@@ -156,10 +192,45 @@ def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str)
     return "\n".join(lines) + "\n"
 
 
+def _traffic_lines(rows: pd.DataFrame) -> list[str]:
+    """Per variant, the count of each traffic verdict at each level."""
+    levels = [lvl for lvl in TRAFFIC if f"{lvl}_verdict" in rows]
+    rows = rows[rows["runs_on"] != "cpu"]  # host variants have no traffic to judge
+    verdicts = rows[[f"{lvl}_verdict" for lvl in levels]]
+    if not levels or rows.empty or verdicts.eq(AMBIGUOUS).all(axis=None):
+        return []
+    lines = ["", f"Traffic verdicts per level, from one profiled launch a side: B moves LESS or "
+             f"MORE bytes than A by over {MIN_TRAFFIC_EFFECT:.0%}, the SAME within it "
+             "(AMBIGUOUS: a side has no count).", "",
+             "| experiment | variant | " + " | ".join(levels) + " |",
+             "|---|---|" + "---|" * len(levels)]  # fmt: skip
+    for (experiment, variant), group in rows.groupby(["experiment", "variant"], sort=False):
+        cells = []
+        for level in levels:
+            counts = group[f"{level}_verdict"].value_counts()
+            cells.append(", ".join(f"{counts[v]} {v}" for v in (LESS, MORE, SAME, AMBIGUOUS)
+                                   if v in counts))  # fmt: skip
+        lines.append(f"| {experiment} | {variant} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _caveats(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str) -> list[str]:
+    """What a reader must know before trusting a speedup: a side timed with the older
+    method, and SM clocks that differ (part of a speedup is then the clock's)."""
+    lines = [f"{name}: {only[f'method_{side}']}." for side, name in (("a", name_a), ("b", name_b))
+             if only.get(f"method_{side}")]  # fmt: skip
+    clock = rows.get("sm_clock_hz_ratio")
+    if clock is not None and clock.notna().any() and abs(clock.median() - 1.0) > MIN_EFFECT:
+        lines.append(f"The SM clock differs: B's kernels ran at {clock.median():.3f}× A's "
+                     "(median); that much of a speedup is the clock's.")  # fmt: skip
+    return ["", *lines] if lines else []
+
+
 def figure(rows: pd.DataFrame, name_a: str, name_b: str, out: Path) -> list[Path]:
-    """Every configuration's speedup, grouped by variant (log scale, 1 marked, each
-    variant's geometric mean and median); host variants in a panel of their own, so that a
-    different CPU's factor does not set the GPU variants' scale."""
+    """Every configuration's speedup, grouped by variant and coloured by its time verdict
+    (log scale, 1 marked, each variant's geometric mean and median); host variants in a
+    panel of their own, so that a different CPU's factor does not set the GPU variants'
+    scale."""
     host = rows["runs_on"] == "cpu"
     sides = (("GPU variants", rows[~host]), ("host variants\n(the host's clock)", rows[host]))
     groups = [(name, part) for name, part in sides if len(part)]
@@ -186,12 +257,16 @@ def _speedups(ax: Any, rows: pd.DataFrame) -> None:
     position = {name: i for i, name in enumerate(order)}
     x = (rows["experiment"] + " / " + rows["variant"]).map(position)
     jitter = np.random.default_rng(0).uniform(-0.2, 0.2, len(rows))
-    ax.scatter(x + jitter, rows["speedup"], s=14, color="#0072B2", edgecolor="black", linewidth=0.3)
+    for told, color in VERDICT_COLORS.items():
+        mine = (rows["verdict"] == told).to_numpy()
+        if mine.any():
+            ax.scatter((x + jitter)[mine], rows["speedup"][mine], s=14, edgecolor="black",
+                       linewidth=0.3, label=told, color=color if color else "none")  # fmt: skip
     grouped = rows.groupby(["experiment", "variant"], sort=False)["speedup"]
     ax.scatter(range(len(order)), grouped.apply(geomean).to_numpy(), marker="_", s=400,
-               color="#D55E00", label="geometric mean", zorder=3)  # fmt: skip
+               color="#0072B2", label="geometric mean", zorder=3)  # fmt: skip
     ax.scatter(range(len(order)), grouped.median().to_numpy(), marker="x", s=30,
-               color="#009E73", label="median (robust to outliers)", zorder=3)  # fmt: skip
+               color="black", label="median (robust to outliers)", zorder=3)  # fmt: skip
     ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
     ax.set_yscale("log")
     ax.set_xticks(range(len(order)), order, rotation=60, ha="right", fontsize=7)
