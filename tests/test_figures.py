@@ -3,6 +3,7 @@ group of markers is named ``<variant>:<class>`` in it): the Speed of Light marke
 the regions of their own bound, and an occupancy point above its diagonal is always a
 configuration of several kernels, drawn hollow."""
 
+import re
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -124,6 +125,27 @@ def test_the_roofline_puts_each_variants_best_per_problem_in_front() -> None:
     for variant, at in best.groupby("variant"):
         drawn = sorted(dram[f"{variant}:dram"][:, 0])
         assert drawn == pytest.approx(sorted(at["ai_dram"].astype(float)), rel=1e-9)
+
+
+def test_every_roofline_of_one_device_shows_the_same_theoretical_peak() -> None:
+    """Each experiment's kernels run at their own SM clocks: the theoretical roof is the
+    device's, at its maximum clock (1980 MHz on the H100: 66.9 TFLOP/s FP32), in every
+    figure alike."""
+    device = {**DEVICE, "sm_clock_max_mhz": 1980.0}
+    labels = set()
+    for experiment in ("matmul_ladder", "classifier", "conv"):
+        table = replayed("h100-sxm")[experiment]
+        family = load_family(ROOT / "kernels", str(table["family"].iloc[0]))
+        fig = FIGURES["roofline"](table, family, Styles(table, family), device)
+        labels |= {t.get_text() for ax in fig.axes for t in ax.texts
+                   if t.get_text().startswith("FP32 ")}  # fmt: skip
+        plt.close(fig)
+    found = {
+        float(m[1]) * {"T": 1.0, "P": 1e3}[m[2]]
+        for m in (re.match(r"FP32 ([\d.]+) .*(T|P)FLOP/s", text) for text in labels)
+        if m
+    }
+    assert found == {66.9} and len(labels) == 2, labels  # TFLOP/s, and PFLOP/s with tensors
 
 
 def test_layers_listed_apart_are_never_joined_as_a_trend() -> None:

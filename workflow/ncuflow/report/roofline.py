@@ -39,12 +39,26 @@ EDGE_PAST_RIDGE = 30.0
 FADED = 0.18  # the opacity of the configurations that are not their variant's best
 
 
+def device_roof(rows: pd.DataFrame, device: dict[str, Any]) -> float:
+    """One precision's theoretical dense peak on the device: its FLOPs per SM cycle (each
+    row's roof over the clock its kernel ran at) at the device's maximum SM clock, so that
+    every figure of one GPU shows the same value; the rows' median where the device's clock
+    is unknown."""
+    max_mhz = device.get("sm_clock_max_mhz")
+    clock = rows["sm_clock_hz"].astype(float) if "sm_clock_hz" in rows else pd.Series()
+    per_cycle = (rows["roof_flops_per_s"].astype(float) / clock).median()
+    if not max_mhz or not np.isfinite(per_cycle):
+        return float(rows["roof_flops_per_s"].astype(float).median())
+    return float(per_cycle * max_mhz * 1e6)
+
+
 def roofline(table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]) -> Any:
     """Counted FLOP/s against arithmetic intensity at DRAM, L2 and L1 (one marker each,
     joined per configuration), under each level's bandwidth and each precision's dense
-    roof, theoretical (solid) and measured on this device (dashed), each labelled with its
-    values. Each variant's best configuration per problem stands in front; the rest of the
-    sweep is faded behind it. Intensities far past every ridge are drawn at the right edge."""
+    roof, theoretical (solid, at the device's maximum SM clock) and measured on this device
+    (dashed), each labelled with its values. Each variant's best configuration per problem
+    stands in front; the rest of the sweep is faded behind it. Intensities far past every
+    ridge are drawn at the right edge."""
     rows = profiled_rows(table)
     rows = rows[rows["flops_counted"].astype(float) > 0]
     if rows.empty:
@@ -53,7 +67,7 @@ def roofline(table: pd.DataFrame, family: Family, styles: Styles, device: dict[s
     front = rows.index.isin(best_configs(rows, ["variant", *family.problem_columns], merit).index)
     y = rows["achieved_flops_per_s"].astype(float)
     roofs = {
-        r: (float(g["roof_flops_per_s"].median()), float(g["roof_measured_flops_per_s"].median()))
+        r: (device_roof(g, device), float(g["roof_measured_flops_per_s"].median()))
         for r, g in rows.groupby("roof")
     }
     scale, unit = prefixed([*y, *(t for t, _ in roofs.values())], "FLOP/s")
