@@ -9,6 +9,7 @@
 // column and B once per block row: 4·(M·K·ceil(N/TB) + K·N·ceil(M/TA) + M·N) bytes.
 // At M=N=K=2049 rows past M and columns past N still compute over zero A and B: M padded
 // to 2176 (TA 128), N to 2064 (TB 16), K to 2056 (KT 8): executed_flops / flops = 1.073.
+// transposed_a includes this file and runs the same block on a transposed copy of A.
 /*---
 kernel: matmul_regtile_vd
 idea: 1-D blocks of TA threads, each a row of TB outputs; A in registers, a KT×TB tile of B in shared memory
@@ -36,9 +37,12 @@ restrictions:
 constexpr int KT = TA / TB;
 static_assert(TB >= 1 && TA % TB == 0, "TA must be a multiple of TB");
 
-extern "C" __global__ void __launch_bounds__(TA)
-matmul_regtile_vd(const float* __restrict__ A, const float* __restrict__ B,
-                  float* __restrict__ C, int M, int N, int K) {
+// One block's TA×TB tile of C. With kATransposed, A is At (K×M, At[k][m] = A[m][k]): the
+// block's threads, consecutive rows, then read consecutive floats of At for each k.
+template <bool kATransposed>
+__device__ __forceinline__ void regtile_vd_tile(const float* __restrict__ A,
+                                                const float* __restrict__ B,
+                                                float* __restrict__ C, int M, int N, int K) {
   // Every thread reads the same b_tile element at a time: a broadcast, no bank conflicts.
   __shared__ __align__(16) float b_tile[KT][TB];
   const int tid = threadIdx.x;
@@ -60,7 +64,12 @@ matmul_regtile_vd(const float* __restrict__ A, const float* __restrict__ B,
     b_tile[b_k][b_n] = (bk < K && b_col_inside) ? B[static_cast<size_t>(bk) * N + col0 + b_n] : 0.0f;
 
     float a[KT];
-    if (a_vector) {
+    if constexpr (kATransposed) {
+#pragma unroll
+      for (int j = 0; j < KT; ++j) {
+        a[j] = (row_inside && k0 + j < K) ? A[static_cast<size_t>(k0 + j) * M + row] : 0.0f;
+      }
+    } else if (a_vector) {
       // K % 4 == 0 and k0 % 4 == 0: 16-byte aligned, and a group is wholly inside or out.
 #pragma unroll
       for (int q = 0; q < KT / 4; ++q) {
@@ -90,4 +99,10 @@ matmul_regtile_vd(const float* __restrict__ A, const float* __restrict__ B,
   for (int c = 0; c < TB; ++c) {
     if (col0 + c < N) c_row[c] = acc[c];
   }
+}
+
+extern "C" __global__ void __launch_bounds__(TA)
+matmul_regtile_vd(const float* __restrict__ A, const float* __restrict__ B,
+                  float* __restrict__ C, int M, int N, int K) {
+  regtile_vd_tile<false>(A, B, C, M, N, K);
 }
