@@ -44,7 +44,8 @@ def test_counted_flops_equal_the_analytic_count_where_tiles_divide(ladder: pd.Da
 
 
 def test_at_2049_the_excess_is_the_padding_each_variant_declares(ladder: pd.DataFrame) -> None:
-    odd = ladder[(ladder["M"] == 2049) & ~ladder["baseline"]]
+    # the ladder's own CUDA kernels: a library rung (Triton) declares neither figure
+    odd = ladder[(ladder["M"] == 2049) & ~ladder["baseline"] & (ladder["variant"] != "triton_fp16")]
     # ten rungs at one shape, six shapes of warptile, three of stream_k, four of mma_fp16,
     # two of each WMMA rung
     assert len(odd) == 10 + 6 + 3 + 4 + 2 + 2 and odd["executed_flops"].notna().all()
@@ -115,7 +116,7 @@ def test_hierarchical_levels_and_intensities(ladder: pd.DataFrame) -> None:
 
 
 def test_model_dram_bytes_beside_the_measured_ones(ladder: pd.DataFrame) -> None:
-    own = ladder[~ladder["baseline"]]
+    own = ladder[~ladder["baseline"] & (ladder["variant"] != "triton_fp16")]  # CUDA kernels
     assert own["model_dram_bytes"].notna().all()
     assert (own["model_dram_bytes"] >= own["min_bytes"]).all()
 

@@ -178,7 +178,7 @@ def test_two_runs_compared_configuration_by_configuration(tmp_path: Path) -> Non
 def test_load_reads_every_experiment_and_every_metric() -> None:
     assert set(ncuflow.__all__) == {"__version__", "compare", "load", "run", "tables"}
     table = ncuflow.load(CAPTURES / "h100-sxm")
-    assert len(table) == 216 and set(table["experiment"]) == {"matmul_ladder", "classifier", "conv"}
+    assert len(table) == 224 and set(table["experiment"]) == {"matmul_ladder", "classifier", "conv"}
     long = ncuflow.load(CAPTURES / "h100-sxm", metrics=True)
     assert list(long.columns[:3]) == ["experiment", "variant", "config_id"]
     assert set(long["variant"]) == set(table.loc[table["runs_on"] == "gpu", "variant"])
