@@ -2,19 +2,18 @@
 # with its share of the library baseline, speedup over the first rung, and bound; and what
 # changed between consecutive rungs of the ladder at each size. Each as CSV, and as a page
 # the report shows in place (sortable, filtered as one types), with every finding of ncu's.
-# An experiment's questions (the answers end summary.md), in a file that changes only with
-# them: editing a question redoes this rule alone.
-def questions_file(wc):
-    path = Path(".snakemake/ncuflow/questions") / f"{wc.experiment}.json"
-    write_if_changed(path, questions_json(STUDY.experiments[wc.experiment].questions))
-    return str(path)
-
-
 rule summary:
     input:
         table="results/{experiment}/table.parquet",
         findings="results/{experiment}/findings.parquet",
-        questions=questions_file,
+        # the experiment's questions (their answers end summary.md), in a file that changes
+        # only with them: editing a question redoes this rule alone
+        questions=lambda wc: str(
+            write_if_changed(
+                Path(".snakemake/ncuflow/questions") / f"{wc.experiment}.json",
+                questions_json(STUDY.experiments[wc.experiment].questions),
+            )
+        ),
     output:
         csv="results/{experiment}/summary.csv",
         html=report(
