@@ -171,6 +171,7 @@ def _device_table(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     import pandas as pd
 
+    from .gpu import device_model
     from .report import questions, rungs
     from .report.summary import markdown, summarize
     from .report.tables import findings_page, write_html_table
@@ -186,12 +187,14 @@ def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     changes = rungs.rung_changes(table, family, findings)
     changes.to_csv(args.rungs, index=False, float_format="%.6g")
     text = markdown(summary, family, experiment) + "\n" + rungs.markdown(changes)
+    # the GPU models the answers were measured on (host rows and UUIDs left out)
     devices = table["device"].dropna() if "device" in table else pd.Series(dtype=str)
+    models = sorted({device_model(d) for d in devices if not d.startswith("host: ")})
     asked = questions.markdown(
         summary,
         questions_from_json(args.questions.read_text() if args.questions else "[]"),
         family.problem_columns,
-        devices.iloc[0] if len(devices) else None,
+        " and ".join(models) or None,
     )
     args.md.write_text(text + ("\n" + asked if asked else ""))
     write_html_table(summary, args.csv.with_suffix(".html"), f"{experiment}: each variant's best",

@@ -116,3 +116,8 @@ def measured_on(runs_on: str) -> str:
         return _name(props)
     h = raw.hex()
     return f"{_name(props)} (GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]})"
+
+
+def device_model(device: str) -> str:
+    """The model in a ``device`` value, without the UUID that tells two GPUs of it apart."""
+    return device.split(" (GPU-", 1)[0]
