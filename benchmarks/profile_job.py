@@ -5,9 +5,11 @@ named: ``python benchmarks/profile_job.py stmo``) and times, one after the other
 GPU: the measure stage; ``ncu --query-metrics``; the profile worker alone with no
 configuration (Python, CuPy and the CUDA context) and with all of them (inputs,
 compilation, launches); ncu over the worker with no configuration (ncu's own start and
-end) and over all of them with the sweep's sections and with the explain tier's; reading
-a report, exporting its CSV, reading its rule results and its source lines; and the whole
-profile stage; then each of the explain tier's sections alone beside the sweep's. Prints
+end) and over all of them with the sweep's sections, the explain tier's and the source
+tier's; reading a report, exporting its CSV, reading its rule results and its source
+lines; and the whole profile stage (as configured: the source tier for the fastest at
+the longest size, the explain tier for the other sizes' fastest); then each of the deeper
+tiers' sections alone beside the sweep's. Prints
 one line per step, with the replay passes of each ncu process. Run from the repository
 root on a machine with a GPU and ncu:
 
@@ -34,8 +36,9 @@ from ncuflow.ncu import NcuSettings, available_metrics, export_csv, find_ncu, nc
 from ncuflow.profile.explain import read_findings, read_source_lines
 from ncuflow.profile.long_table import read_report
 from ncuflow.profile.members import Batch, Member, worker_for
-from ncuflow.profile.stage import profile_stage
+from ncuflow.profile.stage import profile_stage, tier_sections
 from ncuflow.study.config import load_study
+from ncuflow.vocab import EXPLAIN, SOURCE, SWEEP
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTHING = "no_such_configuration"  # a worker told to profile only this launches nothing
@@ -60,7 +63,6 @@ def main(variant: str) -> int:
     study = load_study(config, root=ROOT)
     settings = NcuSettings.from_config(study.config["ncu"])
     ncu = find_ncu(settings.path)
-    explain = tuple(dict.fromkeys([*settings.sections, *settings.explain_sections]))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         plan, measure = work / "plan.json", work / "measure.json"
@@ -85,31 +87,33 @@ def main(variant: str) -> int:
                 f"profile worker without ncu, {name}",
                 lambda only=only: subprocess.run(worker(only), check=True),
             )
-        for name, sections, only in (
-            ("no configuration", settings.sections, [NOTHING]),
-            ("the sweep's sections, every configuration", settings.sections, ids),
-            ("the explain tier's sections, every configuration", explain, ids),
+        for name, tier, only in (
+            ("no configuration", SWEEP, [NOTHING]),
+            ("the sweep's sections, every configuration", SWEEP, ids),
+            ("the explain tier's sections, every configuration", EXPLAIN, ids),
+            ("the source tier's sections, every configuration", SOURCE, ids),
         ):
-            base = work / ("explain" if sections == explain else "sweep")
+            sections = tier_sections(settings, tier)
             timed(
                 f"ncu over the worker, {name}",
-                lambda b=base, s=sections, o=only: _ncu(ncu, b, s, metrics, worker(o)),
+                lambda b=work / tier, s=sections, o=only: _ncu(ncu, b, s, metrics, worker(o)),
             )
-        for section in settings.explain_sections:  # what each of the explain tier's costs
+        # what each of the deeper tiers' sections costs
+        for section in (*settings.explain_sections, *settings.source_sections):
             with_it = (*settings.sections, section)
             timed(
                 f"ncu, the sweep's sections and {section}",
                 lambda s=with_it: _ncu(ncu, work / "one", s, metrics, worker(ids)),
             )
-        report = work / "explain.ncu-rep"
-        timed("read the explain report's values", lambda: read_report(report))
+        report = work / f"{SOURCE}.ncu-rep"
+        timed("read the source tier's report's values", lambda: read_report(report))
         timed("export its raw CSV (ncu --import)", lambda: export_csv(ncu, report, work / "x.csv"))
-        timed("read its rule results", lambda: read_findings(report, "explain"))
+        timed("read its rule results", lambda: read_findings(report, SOURCE))
         timed(
             "read its source lines",
             lambda: read_source_lines(report, lambda _: member.own_source, ROOT / "kernels"),
         )
-        timed("the profile stage (explain tier: every configuration)",
+        timed("the profile stage (as configured)",
               lambda: profile_stage([member], work / "chunks", settings, quiet))  # fmt: skip
     return 0
 

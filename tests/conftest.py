@@ -110,12 +110,23 @@ def replayed_study(capture: str) -> Study:
 
     config = yaml.safe_load(STUDIES[capture].read_text())
     config["kernels_dir"] = str(ROOT / "kernels")
-    for name, experiment in config["experiments"].items():  # what the capture measured
+    for name, experiment in list(config["experiments"].items()):  # what the capture measured
         kept = CAPTURES / capture / name
         experiment["variants"] = {v: _captured_grid(kept / v / "plan.json", spec)
                                   for v, spec in experiment["variants"].items()
                                   if (kept / v).is_dir()}  # fmt: skip
+        if not experiment["variants"]:  # a study's experiment added since the capture
+            del config["experiments"][name]
+            continue
+        experiment["questions"] = [q for q in experiment.get("questions", [])
+                                   if _asked_about(q) <= set(experiment["variants"])]  # fmt: skip
     return load_study(config)
+
+
+def _asked_about(question: dict) -> set[str]:
+    """The variants a study's question names."""
+    named = [question.get(kind) for kind in ("speedup", "best", "bound", "throughput")]
+    return {v for n in named if n for v in ([n] if isinstance(n, str) else n)}
 
 
 def measured_numbers(table: pd.DataFrame) -> list[str]:

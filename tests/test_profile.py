@@ -24,7 +24,7 @@ from ncuflow.ncu import (
 from ncuflow.plan import Plan, read_records
 from ncuflow.profile.long_table import write_long
 from ncuflow.profile.members import Member
-from ncuflow.profile.stage import profile_stage
+from ncuflow.profile.stage import profile_stage, tier_sections
 from ncuflow.profile.worker import worker_command
 from ncuflow.vocab import RUN_LOCK_ENV, split_target
 
@@ -136,7 +136,7 @@ def test_an_ncu_that_hangs_is_killed_at_its_limit(tmp_path: Path) -> None:
 
 def _chunked(
     tmp_path: Path, fail: set[int], calls: list[list[str]], explain: str = "none",
-    tiers: list[str] | None = None,
+    tiers: list[str] | None = None, source: str = "none",
 ) -> Path:  # fmt: skip
     """The profile stage over the ladder capture's naive variant, with ncu replaced by a
     stand-in profiler that serves each chunk the capture's values (or fails on chunks
@@ -172,7 +172,8 @@ def _chunked(
         return {}
 
     member = Member(tmp_path / "plan.json", tmp_path / "measure.json", tmp_path, "p0")
-    profile_stage([member], tmp_path / "chunks", NcuSettings(chunk_size=3, explain=explain),
+    settings = NcuSettings(chunk_size=3, explain=explain, source=source)
+    profile_stage([member], tmp_path / "chunks", settings,
                   lambda line: None, stand_in)  # fmt: skip
     return tmp_path / "ncu_long.parquet"
 
@@ -202,6 +203,27 @@ def test_the_explain_tier_profiles_the_fastest_configuration_of_each_size(
     again: list[str] = []
     _chunked(tmp_path, set(), [], "none", again)
     assert again == ["sweep", "sweep"] and pd.read_parquet(tmp_path / "explain_long.parquet").empty
+
+
+def test_the_source_tier_profiles_the_fastest_configuration_where_it_takes_longest(
+    tmp_path: Path,
+) -> None:
+    """... with the explain tier's sections and its own; the explain tier the fastest of
+    the other sizes; each configuration once."""
+    calls: list[list[str]] = []
+    tiers: list[str] = []
+    _chunked(tmp_path, set(), calls, "best", tiers, source="longest")
+    assert tiers == ["source", "explain"]
+    records = read_records(tmp_path / "measure.json")
+    longest = max(records, key=lambda c: records[c].time_ms)
+    assert calls[0] == [longest] and sorted(calls[1]) == sorted(set(records) - {longest})
+    settings = NcuSettings(sections=("SpeedOfLight",))
+    assert tier_sections(settings, "sweep") == ("SpeedOfLight",)
+    assert tier_sections(settings, "source") == (
+        "SpeedOfLight",
+        *settings.explain_sections,
+        *settings.source_sections,
+    )
 
 
 def test_what_the_explain_tier_could_not_profile_the_sweep_does(tmp_path: Path) -> None:
@@ -270,8 +292,8 @@ def test_one_profile_job_shares_ncu_processes_between_variants(tmp_path: Path) -
             return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
         return {}
 
-    profile_stage(members, tmp_path / "chunks", NcuSettings(chunk_size=6, explain="none"),
-                  lambda line: None, stand_in)  # fmt: skip
+    settings = NcuSettings(chunk_size=6, explain="none", source="none")
+    profile_stage(members, tmp_path / "chunks", settings, lambda line: None, stand_in)
     assert [len(c) for c in calls] == [6, 2]  # 8 configurations in two ncu processes
     assert {split_target(t)[0] for t in calls[0]} == {"naive.p0", "smem_tiled.p0"}
     for member in members:

@@ -53,7 +53,9 @@ def _runner(args: argparse.Namespace, log: Callable[[str], None], exclusive: boo
                       tuple(getattr(args, "metrics", given.extra_metrics)),
                       getattr(args, "chunk_size", given.chunk_size),
                       getattr(args, "explain", given.explain),
-                      tuple(getattr(args, "explain_sections", given.explain_sections)))  # fmt: skip
+                      tuple(getattr(args, "explain_sections", given.explain_sections)),
+                      getattr(args, "source", given.source),
+                      tuple(getattr(args, "source_sections", given.source_sections)))  # fmt: skip
     return open_runner(args.mode, ncu, args.capture, log, exclusive)
 
 
@@ -294,6 +296,10 @@ def _gpu_stages(sub: Subparsers) -> None:
     p.add_argument("--explain", choices=("best", "all", "none"), default=NcuSettings.explain,
                    help="the configurations the explain tier profiles")  # fmt: skip
     p.add_argument("--explain-sections", nargs="*", default=list(NcuSettings.explain_sections))
+    p.add_argument("--source", choices=("longest", "best", "all", "none"),
+                   default=NcuSettings.source,
+                   help="the configurations the source tier profiles")  # fmt: skip
+    p.add_argument("--source-sections", nargs="*", default=list(NcuSettings.source_sections))
     _ncu_args(p)
     _mode_args(p)
     p = _stage(sub, "device-facts", _device_facts, "write device.json (rule device_facts)",

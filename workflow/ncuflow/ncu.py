@@ -44,10 +44,12 @@ KNOWN_SECTIONS = (
 )  # fmt: skip
 
 
-# The explain tier's sections besides the sweep's: stall reasons, per-PC source counters,
-# schedulers, instruction mix and the memory tables (sectors per request, bank conflicts).
-EXPLAIN_SECTIONS = ("WarpStateStats", "SourceCounters", "SchedulerStats", "InstructionStats",
-                    "MemoryWorkloadAnalysis_Tables")  # fmt: skip
+# The explain tier's sections besides the sweep's: stall reasons, schedulers and the
+# instruction mix, which cost little beside the sweep's (benchmarks/profile_job.py).
+EXPLAIN_SECTIONS = ("WarpStateStats", "SchedulerStats", "InstructionStats")
+# The source tier's besides those: per-PC source counters (an instrumented replay) and the
+# memory tables (sectors per request, bank conflicts), each about as costly as the sweep.
+SOURCE_SECTIONS = ("SourceCounters", "MemoryWorkloadAnalysis_Tables")
 
 
 @dataclass(frozen=True)
@@ -63,13 +65,17 @@ class NcuSettings:
     # the explain tier: which configurations (best per size, all, none) and its sections
     explain: str = "best"
     explain_sections: tuple[str, ...] = EXPLAIN_SECTIONS
+    # the source tier: which configurations (longest, best, all, none) and its sections
+    source: str = "longest"
+    source_sections: tuple[str, ...] = SOURCE_SECTIONS
 
     @classmethod
     def from_config(cls, ncu: dict[str, Any]) -> NcuSettings:
         """The settings of a config's ``ncu`` section (validated, defaults filled)."""
         return cls(ncu["path"], tuple(ncu["sections"]), ncu["clock_control"],
                    tuple(ncu["extra_metrics"]), ncu["chunk_size"], ncu["explain"],
-                   tuple(ncu["explain_sections"]))  # fmt: skip
+                   tuple(ncu["explain_sections"]), ncu["source"],
+                   tuple(ncu["source_sections"]))  # fmt: skip
 
     def recorded(self) -> dict[str, Any]:
         """The settings that decide what a profile holds, as a capture records them."""

@@ -34,13 +34,14 @@ PROFILE_ERRORS = "profile_errors.json"  # configurations ncu could not profile, 
 NCU_RAW = "ncu_raw.csv"  # ncu's own CSV export of the reports (raw page), for people
 CHUNKS = "chunks"  # a profile job's ncu reports and values, each kept as it completes
 FINDINGS = "findings.parquet"  # Nsight Compute's rule results, per kernel (profile.explain)
-EXPLAIN_LONG = "explain_long.parquet"  # the explain tier's ncu values, as NCU_LONG
-SOURCE_LINES = "source_lines.parquet"  # the explain tier's stall samples per source line
+EXPLAIN_LONG = "explain_long.parquet"  # the explain and source tiers' ncu values, as NCU_LONG
+SOURCE_LINES = "source_lines.parquet"  # the source tier's stall samples per source line
 # What the profile stage writes beside NCU_LONG, kept in captures and replayed with it.
 PROFILE_EXTRAS = (FINDINGS, EXPLAIN_LONG, SOURCE_LINES)
 # What a profile job writes for each measure job it takes.
 PROFILED = (NCU_RAW, NCU_LONG, METRICS, PROFILE_ERRORS, *PROFILE_EXTRAS)
-SWEEP, EXPLAIN = "sweep", "explain"  # the two profiling tiers (docs/methods.md)
+# the profiling tiers, each with more sections than the one before (docs/methods.md)
+SWEEP, EXPLAIN, SOURCE = "sweep", "explain", "source"
 TABLE = "table.parquet"  # an experiment's table (and table.csv beside it)
 CAPTURE_INFO = "capture.json"  # a capture's provenance: when, where, how
 RUN = "run.json"  # how long a run took: in all, per stage, on how many cores and GPUs

@@ -7,8 +7,10 @@
 # and the registry's columns per configuration into metrics.parquet; what ncu could not
 # profile, into profile_errors.json. Nsight Compute's rule results go into
 # findings.parquet; the explain tier (ncu.explain: ncu.explain_sections besides the
-# sweep's, over each size's fastest configuration) into explain_long.parquet and, per
-# source line, source_lines.parquet. Rule profiled gives each measure job its files.
+# sweep's, over each size's fastest configuration) and the source tier (ncu.source:
+# ncu.source_sections besides those, over the fastest at the size each variant takes
+# longest) into explain_long.parquet and, per source line (source tier),
+# source_lines.parquet. Rule profiled gives each measure job its files.
 
 
 rule profile:
@@ -33,6 +35,8 @@ rule profile:
             ["--chunk-size", config["ncu"]["chunk_size"]],
             ["--explain", config["ncu"]["explain"]],
             ["--explain-sections", config["ncu"]["explain_sections"]],
+            ["--source", config["ncu"]["source"]],
+            ["--source-sections", config["ncu"]["source_sections"]],
         ),
     shell:
         "{params.cmd} --log {log:q}"

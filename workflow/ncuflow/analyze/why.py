@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..vocab import EXPLAIN, SWEEP
+from ..vocab import EXPLAIN, SOURCE, SWEEP
 
 # ncu's warp stall reasons (smsp__average_warps_issue_stalled_<reason>_per_issue_active):
 # cycles a warp spent in each state per issued instruction; their sum is the cycles between
@@ -118,8 +118,9 @@ def why_columns(
     """Per configuration: ncu's verdict, its top finding, and the explain tier's stall
     shares (``stall_<reason>_pct``, % of the cycles between issued instructions) and
     counters, where the reports have them. ``long`` needs only the sweep's durations."""
-    longest = {SWEEP: longest_kernels(long), EXPLAIN: longest_kernels(explain)}
+    explained = longest_kernels(explain)  # the explain and source tiers' reports
+    longest = {SWEEP: longest_kernels(long), EXPLAIN: explained, SOURCE: explained}
     rows = _findings_columns(longest_findings(findings, longest))
-    for config, values in _explain_columns(explain, longest[EXPLAIN]).items():
+    for config, values in _explain_columns(explain, explained).items():
         rows.setdefault(config, {}).update(values)
     return rows

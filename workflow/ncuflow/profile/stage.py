@@ -9,14 +9,17 @@ back to their job and configuration. Each chunk's report and values are kept in 
 chunks folder as the chunk completes, so that an interrupted run profiles again only what
 was missing.
 
-Two tiers (docs/methods.md, "Two profiling tiers"): the explain tier profiles each size's
-fastest configuration of each variant (or every one, or none: ``explain``) with
-``explain_sections`` besides ``sections``, for stall reasons, per-line stall samples,
-sectors per request and bank conflicts; the sweep profiles every other configuration with
-``sections``. Each configuration is profiled once: the explain tier's report holds every
-value the sweep's would (its sections include the sweep's, with the same metrics), and a
-configuration the explain tier could not profile goes to the sweep. Both keep ncu's rule
-results (findings).
+Three tiers (docs/methods.md, "Profiling tiers"), each with more sections than the one
+before: the source tier profiles each variant's fastest configuration at the size where
+that takes longest (or each size's fastest, every one, or none: ``source``) with
+``explain_sections`` and ``source_sections`` besides ``sections``, for per-line stall
+samples, sectors per request and bank conflicts; the explain tier each size's other
+fastest configurations (or every one, or none: ``explain``) with ``explain_sections``, for
+stall reasons; the sweep every other configuration with ``sections``. Each configuration
+is profiled once: a deeper tier's report holds every value the sweep's would, and a
+configuration a deeper tier could not profile goes to the sweep. All keep ncu's rule
+results (findings). A finished chunk's report is read and exported while ncu profiles the
+next one.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -51,6 +55,7 @@ from ..vocab import (
     NCU_RAW,
     OK,
     PROFILE_ERRORS,
+    SOURCE,
     SOURCE_LINES,
     SWEEP,
     split_target,
@@ -63,8 +68,9 @@ from .members import Batch, Member, split_csv, worker_for
 class ChunkProfiler(Protocol):
     """What profiles one chunk: ``target`` (the profile worker over ``chunk``) under ncu,
     killed after ``limit`` seconds, with the sections of ``tier``; its report into
-    ``base``.ncu-rep, its values into ``base``.parquet and its raw CSV into ``base``.csv;
-    the configurations it could not profile, with why."""
+    ``base``.ncu-rep, its values into ``base``.parquet and its raw CSV into ``base``.csv
+    (by the time its ``finish``, where it has one, has run); the configurations it could
+    not profile, with why."""
 
     def __call__(
         self, base: Path, chunk: list[str], target: list[str], limit: float, tier: str = SWEEP
@@ -73,7 +79,8 @@ class ChunkProfiler(Protocol):
 
 class NcuProfiler:
     """The chunk profiler of a GPU run: one ncu process per chunk, asking for the
-    registry's metrics (those this GPU has) besides the sections."""
+    registry's metrics (those this GPU has) besides the sections; ``finish`` reads and
+    exports its report, which the stage does while ncu profiles the next chunk."""
 
     def __init__(self, settings: NcuSettings, log: Callable[[str], None]) -> None:
         self.settings, self.log = settings, log
@@ -90,29 +97,37 @@ class NcuProfiler:
             self._metrics = available_metrics(self.ncu, wanted, self.log)
         for suffix in (".parquet", ".csv", ".ncu-rep", ".findings.parquet"):
             base.with_suffix(suffix).unlink(missing_ok=True)
-        sections = self.settings.sections
-        if tier == EXPLAIN:
-            sections = tuple(dict.fromkeys([*sections, *self.settings.explain_sections]))
-        command = ncu_command(self.ncu, base, sections, self.settings.clock_control,
-                              self._metrics, target)  # fmt: skip
+        command = ncu_command(self.ncu, base, tier_sections(self.settings, tier),
+                              self.settings.clock_control, self._metrics, target)  # fmt: skip
         self.log("$ " + " ".join(command))
-        report = base.with_suffix(".ncu-rep")
         try:
             seconds = run_ncu(command, self.log, limit)
         except ProfileFailed as failure:
             self.log(str(failure))
             return {c: str(failure) for c in chunk}
         self.log(f"ncu took {seconds:.1f} s for {len(chunk)} configurations ({tier} tier)")
-        started = time.perf_counter()
-        write_long(read_report(report), base.with_suffix(".parquet"))
-        export_csv(self.ncu, report, base.with_suffix(".csv"))
-        self.log(f"its report read and exported in {time.perf_counter() - started:.1f} s")
         return {}
 
+    def finish(self, base: Path) -> None:
+        """A profiled chunk's values and raw CSV, from its report."""
+        started = time.perf_counter()
+        report = base.with_suffix(".ncu-rep")
+        write_long(read_report(report), base.with_suffix(".parquet"))
+        export_csv(self.ncu, report, base.with_suffix(".csv"))
+        self.log(f"{base.name}: its report read and exported in "
+                 f"{time.perf_counter() - started:.1f} s")  # fmt: skip
 
-def explain_ids(mode: str, member: Member) -> list[str]:
-    """A member's configurations of the explain tier: none, all, or the fastest of each
-    size."""
+
+def tier_sections(settings: NcuSettings, tier: str) -> tuple[str, ...]:
+    """The sections a tier collects: the sweep's, and the deeper tiers' besides."""
+    extra = {SWEEP: (), EXPLAIN: settings.explain_sections,
+             SOURCE: (*settings.explain_sections, *settings.source_sections)}[tier]  # fmt: skip
+    return tuple(dict.fromkeys([*settings.sections, *extra]))
+
+
+def tier_ids(mode: str, member: Member) -> list[str]:
+    """A member's configurations of a deeper tier: none, all, the fastest of each size
+    (best), or of the size where the fastest takes longest (longest)."""
     ids, measured = member.ids, member.measured
     if mode == "none":
         return []
@@ -127,22 +142,10 @@ def explain_ids(mode: str, member: Member) -> list[str]:
         size = dims[config]
         if time is not None and (size not in best or time < measured[best[size]].time_ms):
             best[size] = config
-    return [c for c in ids if c in best.values()]
-
-
-def _profiled(
-    base: Path, key: str, run: Callable[[], dict], log: Callable[[str], None], what: str
-) -> dict[str, str]:
-    """A chunk's errors: profiled now (``run``), or kept from an earlier run whose key is
-    the same and which failed nowhere."""
-    marker = base.with_suffix(".json")
-    earlier = read_json(marker) if marker.is_file() else {}
-    if earlier.get("key") != key or earlier.get("errors"):  # new, changed or failed
-        failed = run()
-        atomic_write(marker, json.dumps({"key": key, "errors": failed}))
-    else:
-        log(f"{what}: profiled by an earlier run, kept")
-    return read_json(marker)["errors"]
+    chosen = set(best.values())
+    if mode == "longest" and chosen:
+        chosen = {max(chosen, key=lambda c: measured[c].time_ms or 0.0)}
+    return [c for c in ids if c in chosen]
 
 
 def _frames(paths: Sequence[Path], columns: list[str]) -> pd.DataFrame:
@@ -156,7 +159,8 @@ def _concat(frames: Sequence[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
 
 class _Tiers:
     """One profile job's chunks: each tier's windows of targets, profiled (or kept from an
-    earlier run) one ncu process each, in ``folder``."""
+    earlier run) one ncu process each, in ``folder``; a chunk's report read while the next
+    one is profiled, its marker written last."""
 
     def __init__(self, batch: Batch, folder: Path, settings: NcuSettings,
                  profiler: ChunkProfiler, log: Callable[[str], None]) -> None:  # fmt: skip
@@ -164,6 +168,8 @@ class _Tiers:
         self.profiler, self.log = profiler, log
         self.errors: dict[str, str] = {}
         self.done: list[tuple[Path, str]] = []  # each chunk profiled, and its tier
+        self.reading = ThreadPoolExecutor(max_workers=1)
+        self.read: list[Future[None]] = []
 
     def profile(self, tier: str, windows: list[list[str]], skip: Iterable[str] = ()) -> None:
         """Every window of ``tier`` without the targets in ``skip``; what an earlier run
@@ -178,32 +184,53 @@ class _Tiers:
             self.errors.update(failed)
             if not failed:
                 self.done.append((base, tier))
-            elif tier == EXPLAIN:  # the sweep profiles it; say what is missing
+            elif tier != SWEEP:  # the sweep profiles it; say what is missing
                 for target, why in failed.items():
-                    self.log(f"explain tier: no profile of {target}, which the sweep "
-                             f"profiles: {why}")  # fmt: skip
+                    self.log(f"{tier} tier: no profile of {target}, which a shallower "
+                             f"tier profiles: {why}")  # fmt: skip
         for stale in self.folder.glob(f"{prefix}*.json"):  # of a larger sweep
             index = re.fullmatch(rf"{prefix}(\d+)\.json", stale.name)
             if index and int(index.group(1)) >= len(windows):
                 _forget(stale.with_suffix(""))
 
+    def wait(self) -> None:
+        """Every chunk's report read (an error in reading one raised here)."""
+        for future in self.read:
+            future.result()
+        self.reading.shutdown()
+
     def _chunk(self, base: Path, chunk: list[str], tier: str, what: str) -> dict[str, str]:
-        sections = self.settings.explain_sections if tier == EXPLAIN else ()
+        """A chunk's errors: profiled now, or kept from an earlier run whose key is the same
+        and which failed nowhere."""
+        sections = tier_sections(self.settings, tier) if tier != SWEEP else ()
         text = json.dumps([(t, self.batch.fingerprint(t)) for t in chunk] + list(sections))
         key = hashlib.sha256(text.encode()).hexdigest()[:16]
+        marker = base.with_suffix(".json")
+        earlier = read_json(marker) if marker.is_file() else {}
+        if earlier.get("key") == key and not earlier.get("errors"):
+            self.log(f"{what}: profiled by an earlier run, kept")
+            return {}
+        for suffix in (".json", ".lines.parquet", ".findings.parquet"):  # of its last profile
+            base.with_suffix(suffix).unlink(missing_ok=True)
+        member = self.batch.member(chunk[0])[0]
+        limit = chunk_limit(member.plan.timing, [self.batch.row(t) for t in chunk])
+        worker = worker_for(self.batch, chunk, base.with_suffix(".work.json"))
+        failed = self.profiler(base, chunk, worker, limit, tier)
+        if failed:
+            atomic_write(marker, json.dumps({"key": key, "errors": failed}))
+        else:
+            self.read.append(self.reading.submit(self._finish, base, tier, key, member))
+        return failed
 
-        def run() -> dict[str, str]:
-            member = self.batch.member(chunk[0])[0]
-            limit = chunk_limit(member.plan.timing, [self.batch.row(t) for t in chunk])
-            worker = worker_for(self.batch, chunk, base.with_suffix(".work.json"))
-            failed = self.profiler(base, chunk, worker, limit, tier)
-            if tier == EXPLAIN and not failed:
-                lines = read_source_lines(base.with_suffix(".ncu-rep"), self._own_source,
-                                          Path(member.plan.kernels_dir))  # fmt: skip
-                lines.to_parquet(base.with_suffix(".lines.parquet"), index=False)
-            return failed
-
-        return _profiled(base, key, run, self.log, what)
+    def _finish(self, base: Path, tier: str, key: str, member: Member) -> None:
+        finish = getattr(self.profiler, "finish", None)  # a stand-in writes its values itself
+        if finish is not None:
+            finish(base)
+        if tier == SOURCE:
+            lines = read_source_lines(base.with_suffix(".ncu-rep"), self._own_source,
+                                      Path(member.plan.kernels_dir))  # fmt: skip
+            lines.to_parquet(base.with_suffix(".lines.parquet"), index=False)
+        atomic_write(base.with_suffix(".json"), json.dumps({"key": key, "errors": {}}))
 
     def _own_source(self, target: str) -> Path:
         return self.batch.member(target)[0].own_source
@@ -216,13 +243,14 @@ def profile_stage(
     log: Callable[[str], None],
     profiler: ChunkProfiler | None = None,
 ) -> None:
-    """Profile every configuration of the ``members`` that ran to the end: the explain
-    tier's first, then the sweep's, ``settings.chunk_size`` per ncu process (``profiler``:
-    NcuProfiler by default). Write for each member, in its folder, the exact long table of
-    all of them, the raw CSV for people, the configurations ncu could not profile with
-    ncu's message (profile_errors.json), and beside them the rule results
-    (findings.parquet), the explain tier's values (explain_long.parquet) and its stall
-    samples per source line (source_lines.parquet).
+    """Profile every configuration of the ``members`` that ran to the end: the source
+    tier's first, then the explain tier's, then the sweep's, ``settings.chunk_size`` per
+    ncu process (``profiler``: NcuProfiler by default). Write for each member, in its
+    folder, the exact long table of all of them, the raw CSV for people, the
+    configurations ncu could not profile with ncu's message (profile_errors.json), and
+    beside them the rule results (findings.parquet), the deeper tiers' values
+    (explain_long.parquet) and the source tier's stall samples per source line
+    (source_lines.parquet).
 
     Each chunk's report and long table are kept in ``folder`` as the chunk completes (the
     marker file last, written atomically): a run stopped at any point profiles again only
@@ -232,19 +260,26 @@ def profile_stage(
     folder.mkdir(parents=True, exist_ok=True)
     size = settings.chunk_size
     tiers = _Tiers(batch, folder, settings, profiler, log)
-    # the explain tier first: what it profiles, the sweep need not
-    explained = [t for m in members for t in batch.targets(m, explain_ids(settings.explain, m))]
-    if explained:
-        log(f"explain tier: {len(explained)} configurations ({', '.join(explained)})")
-    tiers.profile(EXPLAIN, [explained[i : i + size] for i in range(0, len(explained), size)])
-    explained = [t for t in explained if t not in tiers.errors]
-    tiers.errors = {}
-    # the sweep's chunks by position among every profiled configuration, without those the
-    # explain tier profiled: which is fastest may change on a rerun without moving the rest
-    every = [t for m in members for t in batch.targets(m, m.ids)]
-    log(f"profiling {len(every) - len(explained)} configurations in ncu processes of up to "
-        f"{size} (sweep tier)")  # fmt: skip
-    tiers.profile(SWEEP, [every[i : i + size] for i in range(0, len(every), size)], explained)
+    try:
+        # the deeper tiers first: what they profile, the sweep need not
+        deeper: list[str] = []
+        for tier, mode in ((SOURCE, settings.source), (EXPLAIN, settings.explain)):
+            targets = [t for m in members for t in batch.targets(m, tier_ids(mode, m))
+                       if t not in deeper]  # fmt: skip
+            if targets:
+                log(f"{tier} tier: {len(targets)} configurations ({', '.join(targets)})")
+            tiers.profile(tier, [targets[i : i + size] for i in range(0, len(targets), size)])
+            deeper += [t for t in targets if t not in tiers.errors]
+            tiers.errors = {}
+        # the sweep's chunks by position among every profiled configuration, without those
+        # a deeper tier profiled: which is fastest may change on a rerun without moving the
+        # rest
+        every = [t for m in members for t in batch.targets(m, m.ids)]
+        log(f"profiling {len(every) - len(deeper)} configurations in ncu processes of up to "
+            f"{size} (sweep tier)")  # fmt: skip
+        tiers.profile(SWEEP, [every[i : i + size] for i in range(0, len(every), size)], deeper)
+    finally:
+        tiers.wait()
     started = time.perf_counter()
     _write_members(batch, tiers)
     log(f"{len(members)} jobs' profiles written in {time.perf_counter() - started:.1f} s")
@@ -253,11 +288,11 @@ def profile_stage(
 def _write_members(batch: Batch, tiers: _Tiers) -> None:
     """Each member's files, from the chunks: values, CSV, errors, findings, the explain
     tier's values and source lines."""
-    done = tiers.done
+    done, tier_of = tiers.done, dict(tiers.done)
     longs = {base: pd.read_parquet(base.with_suffix(".parquet")) for base, _ in done
              if base.with_suffix(".parquet").is_file()}  # fmt: skip
     long = batch.split(_concat(list(longs.values()), LONG_COLUMNS))
-    explain = batch.split(_concat([f for b, f in longs.items() if (b, EXPLAIN) in done],
+    explain = batch.split(_concat([f for b, f in longs.items() if tier_of[b] != SWEEP],
                                   LONG_COLUMNS))  # fmt: skip
     lines = batch.split(_frames([b.with_suffix(".lines.parquet") for b, _ in done], LINE_COLUMNS))
     # rule results last: reading them changes how ncu_report names derived metrics' units

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..analyze.why import STALL_REASONS
 from ..spec import Family
-from ..vocab import EXPLAIN, OK, SWEEP
+from ..vocab import EXPLAIN, OK, SOURCE, SWEEP
 
 # (column, what it is, kind): kind "count" compares ratios, "pct" points.
 MOVERS = (
@@ -86,6 +86,12 @@ def _titles(findings: pd.DataFrame, tier: str) -> set[str]:
     return {t or r for t, r in zip(mine["title"], mine["rule"], strict=True)}
 
 
+def _deepest(findings: pd.DataFrame) -> str:
+    """The deepest tier a configuration's findings come from."""
+    tiers = set(findings["tier"])
+    return next((t for t in (SOURCE, EXPLAIN) if t in tiers), SWEEP)
+
+
 def _bound(row: pd.Series) -> str:
     bound = row.get("bound")
     return f"{bound} ({row.get('bound_level')})" if isinstance(bound, str) and bound else "–"
@@ -105,10 +111,11 @@ def rung_changes(table: pd.DataFrame, family: Family, findings: pd.DataFrame) ->
         for a, b in itertools.pairwise(rungs):
             ra, rb = best.loc[a], best.loc[b]
             ours = [_mine(findings, v, r["config_id"]) for v, r in ((a, ra), (b, rb))]
-            # the explain tier's findings (its sections include the sweep's) where both rungs
-            # have them (each size's fastest is explained), else the sweep's
-            both = all((f["tier"] == EXPLAIN).any() for f in ours)
-            before, after = (_titles(f, EXPLAIN if both else SWEEP) for f in ours)
+            # the findings of the deeper tier (its sections include the sweep's) where both
+            # rungs were profiled in it (each size's fastest is explained), else the sweep's
+            tiers = {_deepest(f) for f in ours}
+            shared = tiers.pop() if len(tiers) == 1 else SWEEP
+            before, after = (_titles(f, shared) for f in ours)
             rows.append({
                 "size": label, "from": a, "to": b,
                 "speedup": float(ra["time_ms"]) / float(rb["time_ms"]),

@@ -432,7 +432,8 @@ def load_study(
     no_floats(config)
     schema.validate(config, schema.CONFIG)
     check_sections(config["ncu"]["sections"], config["ncu"]["path"])
-    check_sections(config["ncu"]["explain_sections"], config["ncu"]["path"], "ncu.explain_sections")
+    for key in ("explain_sections", "source_sections"):
+        check_sections(config["ncu"][key], config["ncu"]["path"], f"ncu.{key}")
     check_grid(config)
     named = config["kernels_dir"]
     kernels_dir = local_path((Path(root) / named if named else Path(bundled)).resolve())
