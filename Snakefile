@@ -166,6 +166,7 @@ wildcard_constraints:
     batch="b[0-9]+",
 
 
+include: "workflow/rules/compile.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/profile.smk"
 include: "workflow/rules/collect.smk"

@@ -102,7 +102,7 @@ def test_variant_compiles_with_nvrtc_as_the_harness_compiles_it(
 ) -> None:
     """The harness's own options (include folders of every included file, element types,
     the family hash): what CuPy hands NVRTC on the GPU machine."""
-    from ncuflow.measure.build import compile_options
+    from ncuflow.compile.cubins import compile_options
 
     family = load_family(kernels, family_name)
     variant = family.variants[variant_name]

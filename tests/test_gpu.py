@@ -178,7 +178,7 @@ def test_stream_k_sums_its_split_tiles_alike_every_launch_and_clears_its_flags(
     import cupy as cp
     import numpy as np
 
-    from ncuflow.measure.build import compile_options
+    from ncuflow.compile.cubins import compile_options
 
     family = load_family(kernels, "matmul")
     variant = family.variants["stream_k"]

@@ -16,7 +16,7 @@ BASE = {"vocab", "errors", "files", "schema", "plan", "limits", "ncu", "gpu", "e
         "breakdown", "console", "tf32", "reference", "runlog", "runlock", "children",
         "nvrtc"}  # fmt: skip
 STAGES = {"spec", "study", "measure", "profile", "analyze", "device", "report", "capture",
-          "runners", "check"}  # fmt: skip
+          "runners", "check", "compile"}  # fmt: skip
 MAX_LINES, MAX_FUNCTION_LINES = 450, 80
 
 

@@ -8,6 +8,7 @@ the details of each stage go to its log file.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import sys
@@ -24,7 +25,7 @@ from .ncu import NcuSettings
 from .plan import Job, Plan
 from .runlock import hold_for_run
 from .runlog import record_stage
-from .vocab import MEASURE, METRICS, NCU_LONG, PLAN, VERSION
+from .vocab import COMPILED_ENV, CUBINS, MEASURE, METRICS, NCU_LONG, PLAN, VERSION
 
 if TYPE_CHECKING:
     from .runners import Runner
@@ -69,8 +70,27 @@ def _job(plan_path: Path) -> tuple[Plan, bool]:
     return plan, variant.runs_on == "gpu"
 
 
+def _compile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    from .compile.stage import compile_stage, gpu_arch
+
+    if args.mode == "replay":  # nothing runs, nothing to build
+        log("replay: nothing to compile")
+        atomic_write(args.out, '{"arch": null, "cubins": {}}')
+        return
+    jobs = [(Path(plan), part) for plan, part in args.job]
+    compile_stage(jobs, args.out, args.cache, args.arch or gpu_arch(), args.workers, log)
+
+
+def _compiled(args: argparse.Namespace) -> None:
+    """The compile stage's index, for this stage's workers (compile.cubins)."""
+    if args.compiled is not None:
+        os.environ[COMPILED_ENV] = str(args.compiled.resolve())
+
+
 def _measure(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     from .study.config import part_plan
+
+    _compiled(args)
 
     jobs = []
     for variant_plan, part in args.job:  # each job's part of its variant's plan, expanded here
@@ -98,6 +118,7 @@ def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         job = Plan.load(plan)
         members.append(Member(plan, measure, args.out / job.variant / part, part))
     on_gpu = any(_job(plan)[1] for plan in args.plans)
+    _compiled(args)
     _runner(args, log, exclusive=on_gpu).profile(members, args.chunks, log)
     for member in members:
         metrics = config_metrics(pd.read_parquet(member.out / NCU_LONG))
@@ -171,41 +192,10 @@ def _device_table(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _summary(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    import pandas as pd
+    from .report.summary_files import write_summary
 
-    from .gpu import device_model
-    from .report import questions, rungs
-    from .report.summary import markdown, summarize
-    from .report.tables import findings_page, write_html_table
-    from .spec import load_family
-    from .study.questions import questions_from_json
-
-    table = pd.read_parquet(args.table)
-    family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
-    experiment = str(table["experiment"].iloc[0])
-    summary = summarize(table, family)
-    summary.to_csv(args.csv, index=False, float_format="%.6g")
-    findings = pd.read_parquet(args.findings)
-    changes = rungs.rung_changes(table, family, findings)
-    changes.to_csv(args.rungs, index=False, float_format="%.6g")
-    text = markdown(summary, family, experiment) + "\n" + rungs.markdown(changes)
-    # the GPU models the answers were measured on (host rows and UUIDs left out)
-    devices = table["device"].dropna() if "device" in table else pd.Series(dtype=str)
-    models = sorted({device_model(d) for d in devices if not d.startswith("host: ")})
-    asked = questions.markdown(
-        summary,
-        questions_from_json(args.questions.read_text() if args.questions else "[]"),
-        family.problem_columns,
-        " and ".join(models) or None,
-    )
-    args.md.write_text(text + ("\n" + asked if asked else ""))
-    write_html_table(summary, args.csv.with_suffix(".html"), f"{experiment}: each variant's best",
-                     "Each variant's fastest configuration per problem size.")  # fmt: skip
-    write_html_table(changes, args.rungs.with_suffix(".html"), f"{experiment}: rung to rung",
-                     "Per size, what changed from each rung to the next.")  # fmt: skip
-    findings_page(findings, args.findings.with_suffix(".html"), experiment)
-    log(f"wrote {args.csv}, {args.rungs} and {args.md} and their pages: {len(summary)} rows, "
-        f"{len(changes)} rung changes")  # fmt: skip
+    log(write_summary(args.table, args.kernels_dir, args.findings, args.questions,
+                      (args.csv, args.rungs, args.md)))  # fmt: skip
 
 
 def _ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -262,6 +252,11 @@ def _mode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ncu", default=NcuSettings.path, help="ncu executable (gpu)")
 
 
+def _compiled_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--compiled", type=Path,
+                   help="the compile stage's index: its cubins load, not compiled")  # fmt: skip
+
+
 def _ncu_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sections", nargs="*", default=[])
     p.add_argument("--clock-control", default=NcuSettings.clock_control)
@@ -269,7 +264,19 @@ def _ncu_args(p: argparse.ArgumentParser) -> None:
 
 
 def _gpu_stages(sub: Subparsers) -> None:
-    """The commands of the rules that may hold a GPU: each runs on a runner (gpu or replay)."""
+    """The commands of the rules that may hold a GPU: each runs on a runner (gpu or replay);
+    and the compile stage's, which builds for them."""
+    p = _stage(sub, "compile", _compile,
+               "compile an experiment's CUDA configurations ahead of its GPU jobs")  # fmt: skip
+    p.add_argument("--job", nargs=2, action="append", required=True,
+                   metavar=("VARIANT_PLAN", "PART"),
+                   help="a variant's plan and the part of it a measure job takes; again for "
+                        "each measure job of the experiment")  # fmt: skip
+    p.add_argument("--out", type=Path, required=True, help="the index of the cubins")
+    p.add_argument("--cache", type=Path, default=Path(CUBINS), help="the cubins' folder")
+    p.add_argument("--arch", help="what to compile for (default: this machine's first GPU)")
+    p.add_argument("--workers", type=int, default=1, help="compiling processes")
+    _mode_args(p)
     p = _stage(sub, "measure", _measure,
                "compile, check and time the configurations of measure jobs")  # fmt: skip
     p.add_argument("--job", nargs=2, action="append", required=True,
@@ -280,6 +287,7 @@ def _gpu_stages(sub: Subparsers) -> None:
                    help="each job's plan, records, device: OUT/<variant>/<part>/")  # fmt: skip
     p.add_argument("--journal", type=Path, required=True,
                    help="every record as it is made, kept for a run that resumes")  # fmt: skip
+    _compiled_arg(p)
     _mode_args(p)
     p = _stage(sub, "profile", _profile,
                "profile the configurations of measure jobs, a chunk per ncu process")  # fmt: skip
@@ -300,6 +308,7 @@ def _gpu_stages(sub: Subparsers) -> None:
                    default=NcuSettings.source,
                    help="the configurations the source tier profiles")  # fmt: skip
     p.add_argument("--source-sections", nargs="*", default=list(NcuSettings.source_sections))
+    _compiled_arg(p)
     _ncu_args(p)
     _mode_args(p)
     p = _stage(sub, "device-facts", _device_facts, "write device.json (rule device_facts)",

@@ -34,11 +34,11 @@ def local_path(path: Path | str) -> Path:
     return absolute.relative_to(here) if absolute.is_relative_to(here) else absolute
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write a file so that no reader ever sees it half-written: a temporary file beside
-    it, flushed to disk, then renamed over it."""
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write a file (text, or bytes as they are) so that no reader ever sees it
+    half-written: a temporary file beside it, flushed to disk, then renamed over it."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as handle:
+    with open(tmp, "wb" if isinstance(text, bytes) else "w") as handle:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())

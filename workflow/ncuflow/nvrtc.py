@@ -33,6 +33,15 @@ def _checked(nvrtc: Any, result: tuple, what: str) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+def version() -> str:
+    """NVRTC's version, major.minor (bindings installed)."""
+    nvrtc = bindings()
+    if nvrtc is None:
+        raise NcuflowError(f"NVRTC's Python bindings are not installed ({INSTALL})")
+    major, minor = _checked(nvrtc, nvrtc.nvrtcVersion(), "asking its version")
+    return f"{major}.{minor}"
+
+
 def compile_cubin(source: str, name: str, options: Sequence[str]) -> bytes:
     """The cubin of ``source`` (``name`` in NVRTC's messages) compiled with ``options``,
     which name the architecture (``--gpu-architecture=sm_90``); CompileFailed with NVRTC's

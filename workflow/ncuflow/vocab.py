@@ -46,6 +46,8 @@ TABLE = "table.parquet"  # an experiment's table (and table.csv beside it)
 CAPTURE_INFO = "capture.json"  # a capture's provenance: when, where, how
 RUN = "run.json"  # how long a run took: in all, per stage, on how many cores and GPUs
 RUN_LOG_ENV = "NCUFLOW_RUN_LOG"  # where a run's stages append their wall times (runlog)
+COMPILED_ENV = "NCUFLOW_COMPILED"  # the compile stage's index, for a stage's workers
+CUBINS = ".snakemake/ncuflow/cubins"  # the compile stage's cache of cubins (compile.cubins)
 RUN_LOCK_ENV = "NCUFLOW_RUN_LOCK"  # the file a live run's processes hold (runlock)
 JOURNAL_SUFFIX = ".partial.jsonl"  # beside measure.json while a job measures
 

@@ -1,6 +1,6 @@
-# Stage 1 (GPU): compile, check against the reference, and time every configuration of the
-# measure jobs a batch takes (b0, b1, ...: up to ncu.variants_per_job parts of an
-# experiment's variants, each of at most configurations_per_job configurations, so that a
+# Stage 1 (GPU): load (compile.smk; or compile), check against the reference, and time
+# every configuration of the measure jobs a batch takes (b0, b1, ...: up to
+# ncu.variants_per_job parts of an experiment's variants, each of at most configurations_per_job configurations, so that a
 # long sweep spreads over GPUs; one measuring worker for them all). Each variant's plan
 # (its grid as the config gave it, and where each part starts) is written once by the
 # main process under .snakemake/ncuflow/plans/, named by a hash of its content: a change to
@@ -16,12 +16,13 @@
 
 rule measure:
     input:
-        lambda wc: sorted(
+        plans=lambda wc: sorted(
             {
                 STUDY.plan_file(wc.experiment, v)
                 for v, _ in STUDY.batch_jobs(wc.experiment, wc.batch)
             }
         ),
+        compiled="results/{experiment}/compiled.json",
     output:
         directory("results/{experiment}/measure.{batch}/measured"),
     log:
@@ -31,7 +32,7 @@ rule measure:
     resources:
         gpu=lambda wc: STUDY.batch_gpus(wc.experiment, wc.batch),
     params:
-        cmd=lambda wc, output: command_line(
+        cmd=lambda wc, input, output: command_line(
             "measure",
             [
                 ["--job", STUDY.plan_file(wc.experiment, v), p]
@@ -39,6 +40,7 @@ rule measure:
             ],
             ["--out", output[0]],
             ["--journal", f"results/{wc.experiment}/measure.{wc.batch}/journal.jsonl"],
+            ["--compiled", input.compiled],
             MODE_ARGS,
         ),
     shell:

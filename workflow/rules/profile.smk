@@ -17,6 +17,7 @@ rule profile:
     input:
         plans=lambda wc: STUDY.batch_files(wc.experiment, wc.batch, PLAN),
         measures=lambda wc: STUDY.batch_files(wc.experiment, wc.batch, MEASURE),
+        compiled="results/{experiment}/compiled.json",
     output:
         directory("results/{experiment}/profile.{batch}/profiled"),
     log:
@@ -37,6 +38,7 @@ rule profile:
             ["--explain-sections", config["ncu"]["explain_sections"]],
             ["--source", config["ncu"]["source"]],
             ["--source-sections", config["ncu"]["source_sections"]],
+            ["--compiled", input.compiled],
         ),
     shell:
         "{params.cmd} --log {log:q}"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..compile.cubins import compile_options, nvrtc_options
 from ..errors import NcuflowError
-from ..measure.build import compile_options
 from ..measure.problem import Problem, inputs_seed
 from ..measure.worker import measure_config, missing_modules
 from ..nvrtc import INSTALL, CompileFailed, bindings, compile_cubin
@@ -65,11 +65,10 @@ def _compiled(plan: Plan, variant: Variant, study: Study, arch: str) -> str:
     if bindings() is None:
         return f"not compiled (NVRTC's Python bindings are not installed: {INSTALL})"
     family = study.experiments[plan.experiment].family
-    target = () if variant.arch else (f"--gpu-architecture={arch}",)
     sets: dict[tuple[str, ...], ConfigRow] = {}
     for row in plan.pending:
         options = compile_options(family, variant, row.params, (row.dtype, row.out_dtype))
-        sets.setdefault((*options, "-ftz=true", *target), row)  # as CuPy adds -ftz=true
+        sets.setdefault(nvrtc_options(options, variant, arch), row)
     for options, row in sets.items():
         try:
             compile_cubin(variant.source, variant.path.name, options)

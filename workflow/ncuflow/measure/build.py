@@ -1,6 +1,7 @@
-"""Building a configuration: its CUDA source compiled with NVRTC (through CuPy, which
-caches the binary per source and options) and each launch bound to its arguments, or a
-library call bound; the steps that pad an aligned input's rows; tensor maps encoded."""
+"""Building a configuration: its cubin loaded from the compile stage's cache, or its CUDA
+source compiled with NVRTC (through CuPy, which caches the binary per source and
+options), and each launch bound to its arguments, or a library call bound; the steps that
+pad an aligned input's rows; tensor maps encoded."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..compile.cubins import compile_options, compiled_cubin
 from ..errors import NcuflowError
-from ..gpu import cuda_errors, cupy, toolkit_includes
+from ..gpu import cuda_errors, cupy
 from ..plan import ConfigRow
-from ..spec.model import C_TYPES, Launch, TensorMap, Variant, leading_dim
-from ..spec.sources import local_includes
+from ..spec.model import Launch, TensorMap, Variant, leading_dim
 
 if TYPE_CHECKING:
     from ..spec.family import Family
@@ -57,23 +58,6 @@ class Launcher:
             step()
 
 
-def compile_options(
-    family: Family, variant: Variant, params: dict[str, int], dtypes: tuple[str, str]
-) -> tuple[str, ...]:
-    """NVRTC options of one configuration: tunables as -D, the element types, the folders
-    of the variant and of every file it includes."""
-    folders = dict.fromkeys([variant.path.parent.resolve(),
-                             *(p.parent for p in local_includes(variant.path))])  # fmt: skip
-    # -lineinfo lets the Nsight Compute GUI show the source beside the SASS
-    # CuPy's cache keys on the source and the options, not on included headers: the
-    # family's fingerprint (its files and what they include) makes a changed header recompile
-    arch = (f"--gpu-architecture={variant.arch}",) if variant.arch else ()
-    return ("-std=c++17", "-lineinfo", *arch, *(f"-I{f}" for f in folders), *toolkit_includes(),
-            f"-DNCUFLOW_FAMILY_HASH={family.fingerprint}",
-            f"-DNCUFLOW_IN_T={C_TYPES[dtypes[0]]}", f"-DNCUFLOW_OUT_T={C_TYPES[dtypes[1]]}",
-            *(f"-D{k}={v}" for k, v in params.items()))  # fmt: skip
-
-
 def _step_args(launch: Launch, problem: Problem, env: dict[str, int]) -> tuple[Any, ...]:
     """A launch's arguments: its own list (names or index expressions) or the family's."""
     if launch.args is None:
@@ -96,8 +80,8 @@ def _library_step(
 
 
 def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Problem) -> Launcher:
-    """Compile (CuPy caches the binary per source and options) and bind the arguments of
-    each launch the configuration makes."""
+    """Load the compile stage's cubin or compile (CuPy caches the binary per source and
+    options), and bind the arguments of each launch the configuration makes."""
     # with the device facts the row was planned with, where what it launches follows them
     env = {**family.scope(variant, row.dims, row.params, (problem.in_dtype, problem.out_dtype)),
            **(row.grid_facts or {})}  # fmt: skip
@@ -107,12 +91,13 @@ def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Pr
     if variant.arch:
         _check_arch(variant.arch)
     if variant.is_cuda:
-        module = cupy().RawModule(
-            code=variant.source,
-            options=compile_options(
-                family, variant, row.params, (problem.in_dtype, problem.out_dtype)
-            ),
-        )
+        dtypes = (problem.in_dtype, problem.out_dtype)
+        options = compile_options(family, variant, row.params, dtypes)
+        # the compile stage's cubin, where it built one for this GPU; else CuPy compiles
+        capability = cupy().cuda.Device().compute_capability
+        cubin = compiled_cubin(options, variant, capability)
+        module = (cupy().RawModule(path=str(cubin)) if cubin is not None
+                  else cupy().RawModule(code=variant.source, options=options))  # fmt: skip
     used = {a.text for launch, _ in active for a in launch.args or ()}
     maps = [variant.tensor_maps[name] for name in sorted(used & set(variant.tensor_maps))]
     described = {m.tensor for m in maps}

@@ -91,10 +91,9 @@ class Study:
         return int(self.experiments[experiment].family.variant(variant).runs_on == "gpu")
 
     def threads(self, experiment: str, variant: str, cores: int | None) -> int:
-        """Cores a measure job of this variant holds: all of the machine's (up to
-        ``cores``, Snakemake's) for one timed by the host's clock, so that no job runs
-        beside it (its BLAS takes every core; jobs beside it would spread its times, and
-        it theirs), one otherwise."""
+        """Cores a measure job of this variant holds: all of the machine's (up to ``cores``,
+        Snakemake's) for one timed by the host's clock, so that no job runs beside it (its
+        BLAS takes every core; jobs beside it would spread its times, and it theirs), else 1."""
         if self.gpus(experiment, variant):
             return 1
         return max(1, min(cores or sys.maxsize, os.cpu_count() or 1))
@@ -144,9 +143,10 @@ class Study:
             self._groups[experiment] = groups
         return self._groups[experiment]
 
-    def batch_jobs(self, experiment: str, batch: str) -> list[tuple[str, str]]:
-        """(variant, part) of each measure job a batch takes."""
-        return self._batch_groups(experiment)[int(batch.removeprefix("b"))]
+    def batch_jobs(self, experiment: str, batch: str | None = None) -> list[tuple[str, str]]:
+        """(variant, part) of each measure job a batch takes (None: the experiment's)."""
+        groups = self._batch_groups(experiment)
+        return [j for g in groups for j in g] if batch is None else groups[int(batch[1:])]
 
     def batch_of(self, experiment: str, variant: str, part: str) -> str:
         """The batch that takes a measure job."""
@@ -160,8 +160,8 @@ class Study:
         taken = self.batch_jobs(experiment, batch)
         return [f"results/{experiment}/{v}/{p}/{name}" for v, p in taken]
 
-    def batch_priority(self, experiment: str, batch: str) -> int:
-        """A batch's priority: its measure jobs' expected GPU seconds."""
+    def batch_priority(self, experiment: str, batch: str | None = None) -> int:
+        """A batch's priority: its jobs' expected GPU seconds (None: the experiment's)."""
         return sum(self.priority(experiment, v, p) for v, p in self.batch_jobs(experiment, batch))
 
     def batch_gpus(self, experiment: str, batch: str) -> int:

@@ -1,0 +1,73 @@
+"""The compile stage on a machine without a GPU: every distinct CUDA build of an
+experiment compiled once with NVRTC into the cache, nothing again on a rerun, and after
+one kernel is edited only that kernel's builds; a GPU job finds its cubin by the options
+it builds with, for its own architecture only."""
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, minimal_config
+from ncuflow.compile.cubins import compile_options, compiled_cubin, options_key
+from ncuflow.compile.stage import compile_stage
+from ncuflow.nvrtc import bindings
+from ncuflow.spec.family import read_family
+from ncuflow.study.config import load_study
+from ncuflow.vocab import COMPILED_ENV
+
+pytestmark = pytest.mark.skipif(bindings() is None, reason="NVRTC's bindings are not installed")
+
+
+def _compile(tmp_path: Path, kernels: Path) -> tuple[dict, list[str]]:
+    """The index of the ladder's naive and smem_tiled at two tilings each, and the log."""
+    config = minimal_config(variants={"naive": {"params": {"BLOCK_X": [16, 32], "BLOCK_Y": 8}},
+                                      "smem_tiled": {"params": {"TILE": [16, 32]}}})  # fmt: skip
+    config["kernels_dir"] = str(kernels)
+    read_family.cache_clear()  # as a new run's processes read the sources anew
+    study = load_study(config)
+    jobs = [(Path(study.plan_file("sq", v, tmp_path / "plans")), p)
+            for v, p in study.batch_jobs("sq")]  # fmt: skip
+    lines: list[str] = []
+    index = tmp_path / "compiled.json"
+    compile_stage(jobs, index, tmp_path / "cubins", "sm_90", 2, lines.append)
+    return json.loads(index.read_text()), lines
+
+
+def test_each_build_compiles_once_and_an_edit_recompiles_only_its_kernel(tmp_path: Path) -> None:
+    kernels = tmp_path / "kernels"
+    shutil.copytree(ROOT / "kernels", kernels)
+    index, lines = _compile(tmp_path, kernels)
+    assert index["arch"] == "sm_90" and len(index["cubins"]) == 4
+    assert all(Path(p).stat().st_size > 0 for p in index["cubins"].values())
+    assert "4 builds for sm_90" in lines[0] and "4 to compile" in lines[0]
+    again, lines = _compile(tmp_path, kernels)
+    assert again["cubins"] == index["cubins"] and "0 to compile" in lines[0]
+    naive = kernels / "matmul" / "naive.cu"
+    naive.write_text(naive.read_text() + "\n// edited\n")
+    edited, lines = _compile(tmp_path, kernels)
+    assert "2 to compile" in lines[0]  # naive's two tilings; smem_tiled's kept
+    assert len(set(edited["cubins"].values()) - set(index["cubins"].values())) == 2
+
+
+def test_a_gpu_job_loads_the_cubin_of_its_options_for_its_architecture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    study = load_study(minimal_config())
+    experiment = study.experiments["sq"]
+    variant = experiment.family.variant("naive")
+    row = experiment.rows("naive")[0]
+    options = compile_options(experiment.family, variant, row.params, (row.dtype, row.out_dtype))
+    cubin = tmp_path / "x.cubin"
+    cubin.write_bytes(b"\x7fELF")
+    index = tmp_path / "compiled.json"
+    index.write_text(json.dumps({"arch": "sm_90", "cubins": {options_key(options): str(cubin)}}))
+    assert compiled_cubin(options, variant, "90") is None  # no index given to this job
+    monkeypatch.setenv(COMPILED_ENV, str(index))
+    assert compiled_cubin(options, variant, "90") == cubin
+    assert compiled_cubin(options, variant, "100") is None  # built for another GPU
+    assert compiled_cubin((*options, "-DX=1"), variant, "90") is None
+    own = dataclasses.replace(variant, arch="sm_90a")  # a variant's own architecture
+    assert compiled_cubin(options, own, "90") == cubin

@@ -1,0 +1,89 @@
+"""Cubins built ahead of the GPU jobs, and how a GPU job finds its configuration's.
+
+The compile stage writes each cubin once into a cache folder, named by a hash of what
+decides the binary: the variant's source and the text of every file it includes, the
+NVRTC options (tunables, element types; not the include folders' paths nor the family's
+fingerprint, which changes with any of its kernels), the architecture and NVRTC's version.
+A rerun after editing one kernel therefore compiles only that kernel's configurations. It
+also writes an index per experiment, from each configuration's options (as the GPU path
+builds them) to its cubin; a GPU job given the index (``COMPILED_ENV``) loads the cubin
+where the index has one for this GPU's architecture, and compiles with CuPy otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..files import read_json, read_text
+from ..gpu import toolkit_includes
+from ..spec.model import C_TYPES, Variant
+from ..spec.sources import local_includes
+from ..vocab import COMPILED_ENV
+
+if TYPE_CHECKING:
+    from ..spec.family import Family
+
+# CuPy adds -ftz=true to what it compiles; so does the compile stage, for the same binary
+CUPY_DEFAULTS = ("-ftz=true",)
+
+
+def compile_options(
+    family: Family, variant: Variant, params: dict[str, int], dtypes: tuple[str, str]
+) -> tuple[str, ...]:
+    """NVRTC options of one configuration: tunables as -D, the element types, the folders
+    of the variant and of every file it includes."""
+    folders = dict.fromkeys([variant.path.parent.resolve(),
+                             *(p.parent for p in local_includes(variant.path))])  # fmt: skip
+    # -lineinfo lets the Nsight Compute GUI show the source beside the SASS
+    # CuPy's cache keys on the source and the options, not on included headers: the
+    # family's fingerprint (its files and what they include) makes a changed header recompile
+    arch = (f"--gpu-architecture={variant.arch}",) if variant.arch else ()
+    return ("-std=c++17", "-lineinfo", *arch, *(f"-I{f}" for f in folders), *toolkit_includes(),
+            f"-DNCUFLOW_FAMILY_HASH={family.fingerprint}",
+            f"-DNCUFLOW_IN_T={C_TYPES[dtypes[0]]}", f"-DNCUFLOW_OUT_T={C_TYPES[dtypes[1]]}",
+            *(f"-D{k}={v}" for k, v in params.items()))  # fmt: skip
+
+
+def options_key(options: Sequence[str]) -> str:
+    """A configuration's entry in the index: its options as the GPU path builds them."""
+    return hashlib.sha256(json.dumps(list(options)).encode()).hexdigest()[:24]
+
+
+def cubin_name(variant: Variant, options: Sequence[str], arch: str, nvrtc: str) -> str:
+    """The cache's file name of a cubin: a hash of what decides it."""
+    stable = [o for o in options if not o.startswith(("-I", "-DNCUFLOW_FAMILY_HASH="))]
+    included = [read_text(p) for p in local_includes(variant.path)]
+    text = json.dumps([variant.source, included, stable, arch, nvrtc])
+    return hashlib.sha256(text.encode()).hexdigest()[:32] + ".cubin"
+
+
+def nvrtc_options(options: Sequence[str], variant: Variant, arch: str) -> tuple[str, ...]:
+    """What NVRTC compiles a configuration with: its options, CuPy's additions and the
+    architecture (the variant's own where it names one)."""
+    target = () if variant.arch else (f"--gpu-architecture={arch}",)
+    return (*options, *CUPY_DEFAULTS, *target)
+
+
+@functools.cache
+def _index(path: str) -> dict:
+    return read_json(Path(path)) if Path(path).is_file() else {}
+
+
+def compiled_cubin(options: Sequence[str], variant: Variant, capability: str) -> Path | None:
+    """The compile stage's cubin of a configuration for a GPU of compute ``capability``
+    ('90'), where the index this job was given has one; None otherwise."""
+    named = os.environ.get(COMPILED_ENV)
+    if not named:
+        return None
+    index = _index(named)
+    wanted = variant.arch or f"sm_{capability}"
+    if variant.arch is None and index.get("arch") != wanted:
+        return None
+    cubin = index.get("cubins", {}).get(options_key(options))
+    return Path(cubin) if cubin and Path(cubin).is_file() else None

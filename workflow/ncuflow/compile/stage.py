@@ -1,0 +1,91 @@
+"""The compile stage: every distinct CUDA build of an experiment's measure jobs compiled
+with NVRTC into the cubin cache (those it already holds kept), on ``workers`` processes,
+and the experiment's index written (compile.cubins)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from ..files import atomic_write
+from ..nvrtc import CompileFailed, bindings, compile_cubin, version
+from ..spec import load_variant
+from ..study.config import part_plan
+from .cubins import compile_options, cubin_name, nvrtc_options, options_key
+
+
+def gpu_arch() -> str | None:
+    """sm_<major><minor> of this machine's first GPU, from nvidia-smi; None without one."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    found = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    lines = found.stdout.split()
+    return f"sm_{lines[0].replace('.', '')}" if found.returncode == 0 and lines else None
+
+
+def _build(source: str, name: str, options: tuple[str, ...], out: str) -> str | None:
+    """One cubin into ``out`` (written whole or not at all); NVRTC's refusal, if any."""
+    try:
+        cubin = compile_cubin(source, name, options)
+    except CompileFailed as exc:
+        return str(exc).splitlines()[0] if str(exc) else "refused"
+    atomic_write(Path(out), cubin)
+    return None
+
+
+def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, arch: str | None,
+                  workers: int, log: Callable[[str], None]) -> None:  # fmt: skip
+    """Compile what the cache lacks of every CUDA configuration of ``jobs`` ((variant plan,
+    part) of each measure job) for ``arch``, and write the index: without NVRTC's Python
+    bindings or an architecture, an empty one (the GPU jobs then compile, as before)."""
+    started = time.perf_counter()
+    why_not = ("no GPU architecture (no nvidia-smi here, and none given)" if arch is None
+               else None if bindings() is not None else "NVRTC's Python bindings are not "
+               "installed")  # fmt: skip
+    if why_not is not None:
+        log(f"nothing compiled ahead: {why_not}; the GPU jobs compile")
+        atomic_write(index, json.dumps({"arch": arch, "cubins": {}}))
+        return
+    nvrtc = version()
+    cache.mkdir(parents=True, exist_ok=True)
+    entries: dict[str, str] = {}
+    pending: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
+    for variant_plan, part in jobs:
+        plan = part_plan(variant_plan, part)
+        family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
+        if not variant.is_cuda:
+            continue
+        for row in plan.configs:
+            options = compile_options(family, variant, row.params, (row.dtype, row.out_dtype))
+            path = cache / cubin_name(variant, options, arch, nvrtc)
+            entries[options_key(options)] = str(path.resolve())
+            if not path.is_file():
+                pending[str(path)] = (variant.source, variant.path.name,
+                                      nvrtc_options(options, variant, arch), str(path))  # fmt: skip
+    log(f"{len(entries)} builds for {arch} (NVRTC {nvrtc}): {len(entries) - len(pending)} "
+        f"in the cache, {len(pending)} to compile on {workers} processes")  # fmt: skip
+    refused = _compile_all(list(pending.values()), workers)
+    for out, why in refused.items():
+        log(f"NVRTC refused {Path(out).name} ({why}): the GPU job compiles it and says why")
+        entries = {k: v for k, v in entries.items() if v != str(Path(out).resolve())}
+    atomic_write(index, json.dumps({"arch": arch, "nvrtc": nvrtc, "cubins": entries}, indent=1))
+    log(f"compiled in {time.perf_counter() - started:.1f} s")
+
+
+def _compile_all(work: list[tuple[str, str, tuple[str, ...], str]], workers: int) -> dict:
+    """Each build of ``work``; {cubin path: why} of those NVRTC refused."""
+    if workers <= 1 or len(work) <= 1:
+        results = [_build(*w) for w in work]
+    else:  # processes: NVRTC holds the interpreter while it compiles
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            results = list(pool.map(_build, *zip(*work, strict=True)))
+    return {w[3]: why for w, why in zip(work, results, strict=True) if why is not None}
