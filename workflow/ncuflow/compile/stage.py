@@ -63,12 +63,13 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
         family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
         if not variant.is_cuda:
             continue
-        for row in plan.configs:
+        for row in plan.pending:  # those a restriction skips are never built
             options = compile_options(family, variant, row.params, (row.dtype, row.out_dtype))
             path = cache / cubin_name(variant, options, arch, nvrtc)
             entries[options_key(options)] = str(path.resolve())
             if not path.is_file():
-                pending[str(path)] = (variant.source, variant.path.name,
+                # named as CuPy names a source, which source lines read as the variant's own
+                pending[str(path)] = (variant.source, f"{variant.path.stem}.cubin.cu",
                                       nvrtc_options(options, variant, arch), str(path))  # fmt: skip
     log(f"{len(entries)} builds for {arch} (NVRTC {nvrtc}): {len(entries) - len(pending)} "
         f"in the cache, {len(pending)} to compile on {workers} processes")  # fmt: skip

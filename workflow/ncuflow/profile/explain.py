@@ -6,7 +6,8 @@ Rule results come from ``ncu_report``'s ``rule_results_as_dicts()``. Their paylo
 between versions: the message may be a dict or the text of one, and the text may also
 carry the focus metrics and the speedup estimate; both forms are read the same way.
 Kernels are compiled with ``-lineinfo``, so every sampled PC has a file and line: NVRTC
-names the variant's own source ``<hash>.cubin.cu``, and included headers by their path.
+names the variant's own source ``<hash>.cubin.cu`` (CuPy) or ``<variant>.cubin.cu`` (the
+compile stage), and included headers by their path.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def _per_pc(action: Any, metric: str) -> dict[int, float]:
 
 def _file_name(raw: str, own: Path, kernels_dir: Path) -> tuple[str, Path | None]:
     """The source file a line belongs to, as shown (relative to ``kernels_dir``) and as read
-    for its text: NVRTC names the variant's own source a temporary ``*.cubin.cu``; a header
+    for its text: the variant's own source is named ``*.cubin.cu`` (compile.stage); a header
     keeps its path. A file outside ``kernels_dir`` (the toolkit's headers) keeps its own
     name and is never read."""
     path = own.resolve() if raw.endswith(".cubin.cu") else Path(raw)
