@@ -48,8 +48,8 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert f"replaying capture h100-sxm ({info['device']}, {info['date']})" in announced[0]
     # the terminal shows progress, not the scheduler's lines (those stay in the log file)
     printed = (proc.stdout + proc.stderr).splitlines()
-    assert "90 of 90 steps (100%) done" in printed and "Select jobs to execute..." not in printed
-    assert len(printed) < 4 * 90  # a few lines per step: progress, not the scheduler's lines
+    assert "93 of 93 steps (100%) done" in printed and "Select jobs to execute..." not in printed
+    assert len(printed) < 4 * 93  # a few lines per step: progress, not the scheduler's lines
     results = workflow_copy / "results" / "matmul_ladder"
     table = pd.read_parquet(results / "table.parquet")
     assert table.columns[:8].tolist() == REQUIRED[:8]  # leading columns, then M, N, K
@@ -136,7 +136,7 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     run = json.loads((workflow_copy / "results" / "run.json").read_text())
     assert run["cores"] == 2 and run["gpus"] == 1 and run["mode"] == "replay" and run["ok"]
     jobs = {stage: entry["jobs"] for stage, entry in run["stages"].items()}
-    assert jobs == {"start": 1, "ceilings": 1, "device-facts": 1, "device-table": 1,
+    assert jobs == {"start": 1, "ceilings": 1, "device-facts": 1, "device-table": 1, "compile": 3,
                     "devices": 1, "measure": 6, "profile": 6, "collect": 3, "plot": 3,
                     "summary": 3}  # fmt: skip
     assert 0 < sum(e["wall_s"] for e in run["stages"].values() if e["jobs"] == 1) < run["wall_s"]
