@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, minimal_config
-from ncuflow.compile.cubins import compile_options, compiled_cubin, options_key
+from ncuflow.compile.cubins import build_key, compile_options, compiled_cubin
 from ncuflow.compile.stage import compile_stage
 from ncuflow.nvrtc import bindings
 from ncuflow.spec.family import read_family
@@ -52,6 +52,30 @@ def test_each_build_compiles_once_and_an_edit_recompiles_only_its_kernel(tmp_pat
     assert len(set(edited["cubins"].values()) - set(index["cubins"].values())) == 2
 
 
+def test_two_variants_of_the_same_options_get_their_own_cubins(tmp_path: Path) -> None:
+    """naive and coalesced_a take the same tunables: one entry each, never the other's."""
+    config = minimal_config(variants={v: {"params": {"BLOCK_X": 16, "BLOCK_Y": 8}}
+                                      for v in ("naive", "coalesced_a")})  # fmt: skip
+    study = load_study(config)
+    jobs = [(Path(study.plan_file("sq", v, tmp_path / "plans")), p)
+            for v, p in study.batch_jobs("sq")]  # fmt: skip
+    index = tmp_path / "compiled.json"
+    compile_stage(jobs, index, tmp_path / "cubins", "sm_90", 1, lambda line: None)
+    cubins = json.loads(index.read_text())["cubins"]
+    assert len(cubins) == 2 and len(set(cubins.values())) == 2
+    experiment = study.experiments["sq"]
+    for name in ("naive", "coalesced_a"):
+        variant = experiment.family.variant(name)
+        row = experiment.rows(name)[0]
+        options = compile_options(
+            experiment.family, variant, row.params, (row.dtype, row.out_dtype)
+        )
+        assert (
+            Path(cubins[build_key(variant, options)]).read_bytes().count(f"matmul_{name}".encode())
+            > 0
+        )  # its own kernel's name in its own cubin
+
+
 def test_a_gpu_job_loads_the_cubin_of_its_options_for_its_architecture(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -63,7 +87,9 @@ def test_a_gpu_job_loads_the_cubin_of_its_options_for_its_architecture(
     cubin = tmp_path / "x.cubin"
     cubin.write_bytes(b"\x7fELF")
     index = tmp_path / "compiled.json"
-    index.write_text(json.dumps({"arch": "sm_90", "cubins": {options_key(options): str(cubin)}}))
+    index.write_text(
+        json.dumps({"arch": "sm_90", "cubins": {build_key(variant, options): str(cubin)}})
+    )
     assert compiled_cubin(options, variant, "90") is None  # no index given to this job
     monkeypatch.setenv(COMPILED_ENV, str(index))
     assert compiled_cubin(options, variant, "90") == cubin

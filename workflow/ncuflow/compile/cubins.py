@@ -5,8 +5,8 @@ decides the binary: the variant's source and the text of every file it includes,
 NVRTC options (tunables, element types; not the include folders' paths nor the family's
 fingerprint, which changes with any of its kernels), the architecture and NVRTC's version.
 A rerun after editing one kernel therefore compiles only that kernel's configurations. It
-also writes an index per experiment, from each configuration's options (as the GPU path
-builds them) to its cubin; a GPU job given the index (``COMPILED_ENV``) loads the cubin
+also writes an index per experiment, from each configuration's variant and options (as the
+GPU path builds them) to its cubin; a GPU job given the index (``COMPILED_ENV``) loads the cubin
 where the index has one for this GPU's architecture, and compiles with CuPy otherwise.
 """
 
@@ -50,9 +50,11 @@ def compile_options(
             *(f"-D{k}={v}" for k, v in params.items()))  # fmt: skip
 
 
-def options_key(options: Sequence[str]) -> str:
-    """A configuration's entry in the index: its options as the GPU path builds them."""
-    return hashlib.sha256(json.dumps(list(options)).encode()).hexdigest()[:24]
+def build_key(variant: Variant, options: Sequence[str]) -> str:
+    """A configuration's entry in the index: its variant (two variants may take the same
+    options) and its options as the GPU path builds them."""
+    text = json.dumps([variant.family, variant.name, list(options)])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 def cubin_name(variant: Variant, options: Sequence[str], arch: str, nvrtc: str) -> str:
@@ -85,5 +87,5 @@ def compiled_cubin(options: Sequence[str], variant: Variant, capability: str) ->
     wanted = variant.arch or f"sm_{capability}"
     if variant.arch is None and index.get("arch") != wanted:
         return None
-    cubin = index.get("cubins", {}).get(options_key(options))
+    cubin = index.get("cubins", {}).get(build_key(variant, options))
     return Path(cubin) if cubin and Path(cubin).is_file() else None

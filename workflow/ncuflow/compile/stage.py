@@ -17,7 +17,7 @@ from ..files import atomic_write
 from ..nvrtc import CompileFailed, bindings, compile_cubin, version
 from ..spec import load_variant
 from ..study.config import part_plan
-from .cubins import compile_options, cubin_name, nvrtc_options, options_key
+from .cubins import build_key, compile_options, cubin_name, nvrtc_options
 
 
 def gpu_arch() -> str | None:
@@ -66,7 +66,7 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
         for row in plan.pending:  # those a restriction skips are never built
             options = compile_options(family, variant, row.params, (row.dtype, row.out_dtype))
             path = cache / cubin_name(variant, options, arch, nvrtc)
-            entries[options_key(options)] = str(path.resolve())
+            entries[build_key(variant, options)] = str(path.resolve())
             if not path.is_file():
                 # named as CuPy names a source, which source lines read as the variant's own
                 pending[str(path)] = (variant.source, f"{variant.path.stem}.cubin.cu",
