@@ -63,7 +63,7 @@ def main() -> int:
 
         started = time.perf_counter()
         one_process = NcuSettings("ncu", tuple(sections), "none", (), chunk_size=len(ids),
-                                  explain="none")  # fmt: skip
+                                  explain="none", source="none")  # fmt: skip
         profile_stage([member], work / "chunks", one_process, quiet)
         batched = time.perf_counter() - started
 

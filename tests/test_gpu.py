@@ -118,7 +118,8 @@ def test_one_ncu_process_profiles_every_ok_configuration(tmp_path: Path, kernels
     csv_path = tmp_path / "ncu_raw.csv"
     long_path = tmp_path / "ncu_long.parquet"
     study = load_study({"kernels_dir": str(kernels), "experiments": experiments})
-    settings = dataclasses.replace(study.ncu, chunk_size=2, explain="none")  # every one swept
+    # every one swept
+    settings = dataclasses.replace(study.ncu, chunk_size=2, explain="none", source="none")
     profile_stage([Member(plan, measure, tmp_path)], tmp_path / "chunks", settings,
                   lambda line: None)  # fmt: skip
     chunks = sorted((tmp_path / "chunks").glob("sweep_*.ncu-rep"))
@@ -148,6 +149,7 @@ def test_a_profile_killed_midway_profiles_only_the_missing_chunks(
     command = [sys.executable, "-m", "ncuflow", "profile", "--plans", str(plan), "--measures",
                str(measure), "--out", str(out), "--chunks", str(chunks),
                "--mode", "gpu", "--ncu", ncu["path"], "--chunk-size", "1", "--explain", "none",
+               "--source", "none",
                "--sections", *ncu["sections"]]  # fmt: skip
     first = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL)
     done = chunks / "sweep_001.json"
@@ -158,7 +160,8 @@ def test_a_profile_killed_midway_profiles_only_the_missing_chunks(
     first.wait()
     assert done.is_file() and not long_path.exists()  # killed before the end
     lines: list[str] = []
-    settings = dataclasses.replace(study.ncu, chunk_size=1, explain="none")  # chunks alone
+    # chunks alone
+    settings = dataclasses.replace(study.ncu, chunk_size=1, explain="none", source="none")
     profile_stage([member], chunks, settings, lines.append)
     kept = [line for line in lines if "profiled by an earlier run, kept" in line]
     profiled = [line for line in lines if line.startswith("ncu took") and "(sweep tier)" in line]
