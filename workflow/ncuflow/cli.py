@@ -252,6 +252,13 @@ def _mode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ncu", default=NcuSettings.path, help="ncu executable (gpu)")
 
 
+def _job_arg(p: argparse.ArgumentParser, each: str) -> None:
+    p.add_argument("--job", nargs=2, action="append", required=True,
+                   metavar=("VARIANT_PLAN", "PART"),
+                   help=f"a variant's plan (Study.plan_file) and the part of it a measure job "
+                        f"takes; again for {each}")  # fmt: skip
+
+
 def _compiled_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compiled", type=Path,
                    help="the compile stage's index: its cubins load, not compiled")  # fmt: skip
@@ -268,10 +275,7 @@ def _gpu_stages(sub: Subparsers) -> None:
     and the compile stage's, which builds for them."""
     p = _stage(sub, "compile", _compile,
                "compile an experiment's CUDA configurations ahead of its GPU jobs")  # fmt: skip
-    p.add_argument("--job", nargs=2, action="append", required=True,
-                   metavar=("VARIANT_PLAN", "PART"),
-                   help="a variant's plan and the part of it a measure job takes; again for "
-                        "each measure job of the experiment")  # fmt: skip
+    _job_arg(p, "each measure job of the experiment")
     p.add_argument("--out", type=Path, required=True, help="the index of the cubins")
     p.add_argument("--cache", type=Path, default=Path(CUBINS), help="the cubins' folder")
     p.add_argument("--arch", help="what to compile for (default: this machine's first GPU)")
@@ -279,10 +283,7 @@ def _gpu_stages(sub: Subparsers) -> None:
     _mode_args(p)
     p = _stage(sub, "measure", _measure,
                "compile, check and time the configurations of measure jobs")  # fmt: skip
-    p.add_argument("--job", nargs=2, action="append", required=True,
-                   metavar=("VARIANT_PLAN", "PART"),
-                   help="a variant's plan (Study.plan_file) and the part of it to measure; "
-                        "again for each job of the batch")  # fmt: skip
+    _job_arg(p, "each job of the batch")
     p.add_argument("--out", type=Path, required=True,
                    help="each job's plan, records, device: OUT/<variant>/<part>/")  # fmt: skip
     p.add_argument("--journal", type=Path, required=True,
