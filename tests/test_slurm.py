@@ -42,9 +42,11 @@ def test_the_gpu_stages_are_slurm_jobs_and_the_rest_runs_here(workflow_copy: Pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     submitted = re.findall(r"has been submitted with SLURM jobid \d+ \(log: \S+/rule_(\w+)/",
                            proc.stderr)  # fmt: skip
-    # the 3 variants measured and profiled in one batch on GPU nodes, the ceilings and the
-    # device's facts; the copies of each variant's files, collect, plot and summary here
-    assert sorted(submitted) == sorted(["measure", "profile", "ceilings", "device_facts"])
+    # the 3 variants compiled, measured and profiled in one batch on cluster nodes, the
+    # ceilings and the device's facts; the copies of each variant's files, collect, plot and
+    # summary here
+    assert sorted(submitted) == sorted(["compile", "measure", "profile", "ceilings",
+                                        "device_facts"])  # fmt: skip
     table = pd.read_parquet(workflow_copy / "results" / "transpose" / "table.parquet")
     assert len(table) == 30 and (table["status"] == "ok").all()
     print(proc.stderr[-1500:])

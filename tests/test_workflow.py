@@ -160,8 +160,9 @@ def test_a_report_experiment_replays_from_its_own_capture(workflow_copy: Path) -
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "replaying capture h100-sxm-register_tiling" in proc.stderr
     table = pd.read_parquet(workflow_copy / "results" / "register_tiling" / "table.parquet")
-    assert len(table) == 36 and (table["status"] == "ok").all()
-    assert set(table["variant"]) == {"smem_tiled", "regtile_vd", "cublas_fp32"}
+    assert len(table) == 96 and (table["status"] == "ok").all()
+    assert set(table["variant"]) == {"tiled_sync_each_step", "smem_tiled", "coarse_divergent",
+                                     "regtile_vd", "transposed_a", "cublas_fp32"}  # fmt: skip
 
 
 def test_a_family_that_only_moves_bytes_replays_end_to_end(workflow_copy: Path) -> None:
