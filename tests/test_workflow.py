@@ -201,7 +201,7 @@ def test_a_variant_split_into_jobs_replays_to_the_same_table(workflow_copy: Path
     numeric = [c for c in whole.columns if pd.api.types.is_numeric_dtype(whole[c])]
     pd.testing.assert_frame_equal(table[numeric], whole[numeric], check_exact=True)
     long = ncuflow.load(workflow_copy / "results", metrics=True)
-    assert set(long["variant"]) == {"smem_tiled", "regtile_vd", "cublas_fp32"}
+    assert set(long["variant"]) == set(table["variant"])  # the six, each profiled
     assert long.loc[long["variant"] == "regtile_vd", "config_id"].nunique() == 27
 
 
