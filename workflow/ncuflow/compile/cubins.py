@@ -57,11 +57,18 @@ def build_key(variant: Variant, options: Sequence[str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def cubin_name(variant: Variant, options: Sequence[str], arch: str, nvrtc: str) -> str:
-    """The cache's file name of a cubin: a hash of what decides it."""
-    stable = [o for o in options if not o.startswith(("-I", "-DNCUFLOW_FAMILY_HASH="))]
+def source_digest(variant: Variant) -> str:
+    """A hash of the variant's source and the text of every file it includes: read once per
+    variant, not once per configuration."""
     included = [read_text(p) for p in local_includes(variant.path)]
-    text = json.dumps([variant.source, included, stable, arch, nvrtc])
+    return hashlib.sha256(json.dumps([variant.source, included]).encode()).hexdigest()
+
+
+def cubin_name(sources: str, options: Sequence[str], arch: str, nvrtc: str) -> str:
+    """The cache's file name of a cubin: a hash of what decides it (``sources``: the
+    variant's source_digest)."""
+    stable = [o for o in options if not o.startswith(("-I", "-DNCUFLOW_FAMILY_HASH="))]
+    text = json.dumps([sources, stable, arch, nvrtc])
     return hashlib.sha256(text.encode()).hexdigest()[:32] + ".cubin"
 
 

@@ -17,7 +17,7 @@ from ..files import atomic_write
 from ..nvrtc import CompileFailed, bindings, compile_cubin, version
 from ..spec import load_variant
 from ..study.config import part_plan
-from .cubins import build_key, compile_options, cubin_name, nvrtc_options
+from .cubins import build_key, compile_options, cubin_name, nvrtc_options, source_digest
 
 
 def gpu_arch() -> str | None:
@@ -63,9 +63,10 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
         family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
         if not variant.is_cuda:
             continue
+        sources = source_digest(variant)
         for row in plan.pending:  # those a restriction skips are never built
             options = compile_options(family, variant, row.params, (row.dtype, row.out_dtype))
-            path = cache / cubin_name(variant, options, arch, nvrtc)
+            path = cache / cubin_name(sources, options, arch, nvrtc)
             entries[build_key(variant, options)] = str(path.resolve())
             if not path.is_file():
                 # named as CuPy names a source, which source lines read as the variant's own
