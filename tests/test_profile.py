@@ -205,18 +205,20 @@ def test_the_explain_tier_profiles_the_fastest_configuration_of_each_size(
     assert again == ["sweep", "sweep"] and pd.read_parquet(tmp_path / "explain_long.parquet").empty
 
 
-def test_the_source_tier_profiles_the_fastest_configuration_where_it_takes_longest(
-    tmp_path: Path,
+@pytest.mark.parametrize("mode", ["shortest", "longest"])
+def test_the_source_tier_profiles_the_fastest_configuration_where_it_takes_least_or_longest(
+    tmp_path: Path, mode: str
 ) -> None:
     """... with the explain tier's sections and its own; the explain tier the fastest of
     the other sizes; each configuration once."""
     calls: list[list[str]] = []
     tiers: list[str] = []
-    _chunked(tmp_path, set(), calls, "best", tiers, source="longest")
+    _chunked(tmp_path, set(), calls, "best", tiers, source=mode)
     assert tiers == ["source", "explain"]
     records = read_records(tmp_path / "measure.json")
-    longest = max(records, key=lambda c: records[c].time_ms)
-    assert calls[0] == [longest] and sorted(calls[1]) == sorted(set(records) - {longest})
+    pick = min if mode == "shortest" else max
+    chosen = pick(records, key=lambda c: records[c].time_ms)
+    assert calls[0] == [chosen] and sorted(calls[1]) == sorted(set(records) - {chosen})
     settings = NcuSettings(sections=("SpeedOfLight",))
     assert tier_sections(settings, "sweep") == ("SpeedOfLight",)
     assert tier_sections(settings, "source") == (

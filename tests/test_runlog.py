@@ -59,3 +59,20 @@ def test_a_ctrl_c_after_the_last_job_does_not_cut_the_runs_end(tmp_path: Path) -
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0 and done.stdout == "went on\n", done.stderr
     assert json.loads((tmp_path / "results" / "run.json").read_text())["ok"] is True
+
+
+def test_a_run_that_goes_on_keeps_the_interrupted_ones(tmp_path: Path) -> None:
+    """Two runs cut short, then one that ends well: its record keeps both, latest first,
+    and the total; the run after that starts afresh."""
+    path, log = tmp_path / "results" / "run.json", tmp_path / "run.jsonl"
+    first, second, third = (write_run(path, log, process_started(), 1.0, ok=False),
+                            write_run(path, log, process_started(), 1.0, ok=False),
+                            write_run(path, log, process_started(), 1.0, ok=True))  # fmt: skip
+    assert "earlier" not in first
+    assert [r["started"] for r in second["earlier"]] == [first["started"]]
+    assert [r["ok"] for r in third["earlier"]] == [False, False]
+    assert third["earlier"][0] == {k: v for k, v in second.items()
+                                   if k not in ("earlier", "total_wall_s")}  # fmt: skip
+    assert third["total_wall_s"] == round(
+        third["wall_s"] + second["wall_s"] + first["wall_s"], 1)  # fmt: skip
+    assert "earlier" not in write_run(path, log, process_started(), 1.0, ok=True)

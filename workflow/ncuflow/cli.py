@@ -305,7 +305,7 @@ def _gpu_stages(sub: Subparsers) -> None:
     p.add_argument("--explain", choices=("best", "all", "none"), default=NcuSettings.explain,
                    help="the configurations the explain tier profiles")  # fmt: skip
     p.add_argument("--explain-sections", nargs="*", default=list(NcuSettings.explain_sections))
-    p.add_argument("--source", choices=("longest", "best", "all", "none"),
+    p.add_argument("--source", choices=("shortest", "longest", "best", "all", "none"),
                    default=NcuSettings.source,
                    help="the configurations the source tier profiles")  # fmt: skip
     p.add_argument("--source-sections", nargs="*", default=list(NcuSettings.source_sections))

@@ -61,12 +61,12 @@ class NcuSettings:
     sections: tuple[str, ...] = ()
     clock_control: str = "none"
     extra_metrics: tuple[str, ...] = ()
-    chunk_size: int = 32
+    chunk_size: int = 64
     # the explain tier: which configurations (best per size, all, none) and its sections
     explain: str = "best"
     explain_sections: tuple[str, ...] = EXPLAIN_SECTIONS
-    # the source tier: which configurations (longest, best, all, none) and its sections
-    source: str = "longest"
+    # the source tier: which configurations (shortest, longest, best, all, none), its sections
+    source: str = "shortest"
     source_sections: tuple[str, ...] = SOURCE_SECTIONS
 
     @classmethod

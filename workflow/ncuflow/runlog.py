@@ -6,17 +6,29 @@ keeps in ``capture.json`` under ``run``."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .files import append_line, write_json
 from .vocab import RUN, RUN_LOG_ENV
+
+
+@contextlib.contextmanager
+def add_time(phases: dict[str, float], name: str) -> Iterator[None]:
+    """Add the seconds the block takes to ``phases[name]``: where a worker's time went."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = phases.get(name, 0.0) + time.perf_counter() - started
 
 
 def process_started() -> float:
@@ -62,7 +74,9 @@ def write_run(path: Path, log: Path, started: float, planned_s: float, **facts: 
     """``results/run.json`` of a run that began at ``started`` and planned its study in
     ``planned_s``: the wall time to now, ``facts`` (cores, gpus, mode, whether it ended
     well) and each stage's times; the stages' sum exceeds the wall time where jobs ran
-    side by side."""
+    side by side. A run that goes on from runs that did not end well (interrupted, or a
+    job failed) keeps them, latest first, under ``earlier``, and ``total_wall_s`` sums
+    them all: what these results cost, not only their last part."""
     now = time.time()
     run = {
         "started": dt.datetime.fromtimestamp(started, dt.UTC).isoformat(timespec="seconds"),
@@ -70,9 +84,27 @@ def write_run(path: Path, log: Path, started: float, planned_s: float, **facts: 
         **facts,
         "stages": {"start": {"jobs": 1, "wall_s": round(planned_s, 3)}, **stage_times(log)},
     }
+    before = _unfinished(path)
+    if before:
+        run["earlier"] = before
+        run["total_wall_s"] = round(run["wall_s"] + sum(r["wall_s"] for r in before), 1)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, run)
     return run
+
+
+def _unfinished(path: Path) -> list[dict]:
+    """The runs an earlier ``run.json`` records that did not end well (none after one that
+    did, or where it cannot be read): the one it describes, then those it kept."""
+    try:
+        last = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return []
+    if not isinstance(last, dict) or last.get("ok", True):
+        return []
+    kept = last.pop("earlier", [])
+    last.pop("total_wall_s", None)
+    return [last, *kept]
 
 
 def finish_run(workflow: Any, mode: str, started: float, start_s: float, ok: bool) -> dict:

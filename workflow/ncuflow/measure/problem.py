@@ -83,7 +83,7 @@ def draw(
         values = rng.standard_normal(shape, dtype=np.float32) * np.float32(b) + np.float32(a)
     else:
         values = rng.integers(int(a), int(b), size=shape, dtype=np.int64)
-    array = values.astype(numpy_dtype(dtype))
+    array = values.astype(numpy_dtype(dtype), copy=False)  # float32 draws stay as drawn
     if array.size and not array.any():
         raise NcuflowError(
             f"input {tensor.name} drew only zeros ({kind} {[a, b]} as {dtype}): a kernel that "

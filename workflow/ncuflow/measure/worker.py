@@ -10,17 +10,16 @@ configuration outlives its time limit.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import re
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from ..gpu import cuda_errors, cupy, measured_on
 from ..plan import ConfigRow, Plan, Record, Timing
+from ..runlog import add_time
 from ..spec import Family, Variant, load_variant
 from ..vocab import COMPILE_ERROR, LAUNCH_ERROR, OK, SKIPPED, WRONG_RESULT, target_id
 from . import journal
@@ -62,16 +61,6 @@ def context_alive() -> bool:
         return False
 
 
-@contextlib.contextmanager
-def _phase(phases: dict[str, float], name: str) -> Iterator[None]:
-    """Add the time the block takes to ``phases[name]`` (seconds)."""
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        phases[name] = phases.get(name, 0.0) + time.perf_counter() - started
-
-
 def measure_config(
     family: Family,
     variant: Variant,
@@ -87,7 +76,7 @@ def measure_config(
     phases = {} if phases is None else phases
     build_errors, run_errors = _errors(variant)
     try:
-        with _phase(phases, "build"):
+        with add_time(phases, "build"):
             launcher = build_launcher(family, variant, row, problem)
     except LaunchRefused as exc:
         return Record.failed(LAUNCH_ERROR, str(exc))
@@ -95,19 +84,19 @@ def measure_config(
         return Record.failed(COMPILE_ERROR, _TMP_SOURCE.sub(variant.path.name, str(exc)).strip())
     record = Record(OK, **launcher.attributes)
     try:
-        with _phase(phases, "check"):
+        with add_time(phases, "check"):
             problem.poison()
             launcher.launch()
             _synchronize(variant)
     except run_errors as exc:
         return record.updated(status=LAUNCH_ERROR, error=f"checked launch failed: {exc}")
-    with _phase(phases, "check"):
+    with add_time(phases, "check"):
         outcome = problem.check()
     record = record.updated(rel_error=outcome.rel_error, max_abs_error=outcome.max_abs_error)
     if not outcome.ok:  # timed and profiled all the same, but never "best"
         record = record.updated(status=WRONG_RESULT, error=outcome.message)
     try:
-        with _phase(phases, "timing"):
+        with add_time(phases, "timing"):
             timed = time_config(launcher, TimingPolicy.from_timing(timing), flush, gate)
     except run_errors as exc:
         return record.updated(status=LAUNCH_ERROR, error=f"timed launch failed: {exc}")
@@ -155,7 +144,7 @@ def _measure_plan(
     seed, device, (flush, gate) = inputs_seed(plan), measured_on(variant.runs_on), timers
     for rows in by_size(todo):
         drawn: dict[str, float] = {}
-        with _phase(drawn, "inputs"):  # the inputs and the reference, once per size
+        with add_time(drawn, "inputs"):  # the inputs and the reference, once per size
             problem = problem_for(plan, family, variant, rows[0], seed)
         for row in rows:
             target = target_id(member, row.config_id)

@@ -11,11 +11,11 @@ was missing.
 
 Three tiers (docs/methods.md, "Profiling tiers"), each with more sections than the one
 before: the source tier profiles each variant's fastest configuration at the size where
-that takes longest (or each size's fastest, every one, or none: ``source``) with
-``explain_sections`` and ``source_sections`` besides ``sections``, for per-line stall
-samples, sectors per request and bank conflicts; the explain tier each size's other
-fastest configurations (or every one, or none: ``explain``) with ``explain_sections``, for
-stall reasons; the sweep every other configuration with ``sections``. Each configuration
+that takes least time (or longest, each size's fastest, every one, or none: ``source``)
+with ``explain_sections`` and ``source_sections`` besides ``sections``, for per-line stall
+samples, sectors per request and bank conflicts; the explain tier each size's
+other fastest configurations (or every one, or none: ``explain``) with ``explain_sections``,
+for stall reasons; the sweep every other configuration with ``sections``. Each configuration
 is profiled once: a deeper tier's report holds every value the sweep's would, and a
 configuration a deeper tier could not profile goes to the sweep. All keep ncu's rule
 results (findings). A finished chunk's report is read and exported while ncu profiles the
@@ -127,7 +127,8 @@ def tier_sections(settings: NcuSettings, tier: str) -> tuple[str, ...]:
 
 def tier_ids(mode: str, member: Member) -> list[str]:
     """A member's configurations of a deeper tier: none, all, the fastest of each size
-    (best), or of the size where the fastest takes longest (longest)."""
+    (best), or of the size where the fastest takes least time (shortest) or longest
+    (longest)."""
     ids, measured = member.ids, member.measured
     if mode == "none":
         return []
@@ -143,8 +144,9 @@ def tier_ids(mode: str, member: Member) -> list[str]:
         if time is not None and (size not in best or time < measured[best[size]].time_ms):
             best[size] = config
     chosen = set(best.values())
-    if mode == "longest" and chosen:
-        chosen = {max(chosen, key=lambda c: measured[c].time_ms or 0.0)}
+    if mode in ("shortest", "longest") and chosen:
+        pick = min if mode == "shortest" else max
+        chosen = {pick(chosen, key=lambda c: measured[c].time_ms or 0.0)}
     return [c for c in ids if c in chosen]
 
 
