@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ncuflow.runlog import process_started, record_stage, stage_times, write_run
+from ncuflow.runlog import add_time, process_started, record_stage, stage_times, write_run
 from ncuflow.vocab import RUN_LOG_ENV
 
 
@@ -76,3 +76,13 @@ def test_a_run_that_goes_on_keeps_the_interrupted_ones(tmp_path: Path) -> None:
     assert third["total_wall_s"] == round(
         third["wall_s"] + second["wall_s"] + first["wall_s"], 1)  # fmt: skip
     assert "earlier" not in write_run(path, log, process_started(), 1.0, ok=True)
+
+
+def test_a_block_may_name_its_phase_once_it_knows() -> None:
+    """A build that compiled, not loaded, counts as compile (measure and profile workers)."""
+    phases: dict[str, float] = {}
+    for compiled in (True, False, False):
+        with add_time(phases, "build") as phase:
+            if compiled:
+                phase.name = "compile"
+    assert set(phases) == {"compile", "build"} and all(v >= 0 for v in phases.values())

@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,22 @@ from .files import append_line, write_json
 from .vocab import RUN, RUN_LOG_ENV
 
 
+@dataclass
+class Phase:
+    """The phase a block's time goes to; the block may name another once it knows."""
+
+    name: str
+
+
 @contextlib.contextmanager
-def add_time(phases: dict[str, float], name: str) -> Iterator[None]:
-    """Add the seconds the block takes to ``phases[name]``: where a worker's time went."""
-    started = time.perf_counter()
+def add_time(phases: dict[str, float], name: str) -> Iterator[Phase]:
+    """Add the seconds the block takes to ``phases`` under its phase's name: where a
+    worker's time went."""
+    started, phase = time.perf_counter(), Phase(name)
     try:
-        yield
+        yield phase
     finally:
-        phases[name] = phases.get(name, 0.0) + time.perf_counter() - started
+        phases[phase.name] = phases.get(phase.name, 0.0) + time.perf_counter() - started
 
 
 def process_started() -> float:

@@ -52,6 +52,9 @@ class Launcher:
     # moves host memory may wait for the stream, which a held stream would never reach
     gated: bool = False
     reset: Callable[[], None] = field(default=lambda: None)
+    # CUDA compiled here (CuPy's NVRTC), not loaded from the compile stage's cubin: where a
+    # job's time went says so apart from loading
+    compiled_here: bool = False
 
     def launch(self) -> None:
         for _, step in self.steps:
@@ -87,7 +90,7 @@ def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Pr
            **(row.grid_facts or {})}  # fmt: skip
     by_name = {launch.name: launch for launch in variant.launches}
     active = [(by_name[g.name], g) for g in row.launches]
-    module = None
+    module, cubin = None, None
     if variant.arch:
         _check_arch(variant.arch)
     if variant.is_cuda:
@@ -137,7 +140,8 @@ def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Pr
     on_device = all(t.memory == "device" for t in family.tensors.values())
     on_gpu = variant.runs_on == "gpu"
     return Launcher(steps, attributes, on_host=not on_gpu, gated=on_gpu and on_device,
-                    reset=problem.restore)  # fmt: skip
+                    reset=problem.restore,
+                    compiled_here=variant.is_cuda and cubin is None)  # fmt: skip
 
 
 def _check_arch(arch: str) -> None:

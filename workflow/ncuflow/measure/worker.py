@@ -72,12 +72,15 @@ def measure_config(
     phases: dict[str, float] | None = None,
 ) -> Record:
     """Compile, check (poisoned outputs against the reference), then time one configuration;
-    the seconds each took go into ``phases`` (build, check, timing)."""
+    the seconds each took go into ``phases`` (build: loading the compile stage's cubin and
+    binding arguments; compile where CuPy compiled instead; check, timing)."""
     phases = {} if phases is None else phases
     build_errors, run_errors = _errors(variant)
     try:
-        with add_time(phases, "build"):
+        with add_time(phases, "build") as phase:
             launcher = build_launcher(family, variant, row, problem)
+            if launcher.compiled_here:
+                phase.name = "compile"
     except LaunchRefused as exc:
         return Record.failed(LAUNCH_ERROR, str(exc))
     except build_errors as exc:  # a kernel name missing from the cubin too

@@ -45,8 +45,10 @@ def launch_member(
         with add_time(phases, "inputs"):
             problem = problem_for(plan, family, variant, group[0], seed, checked=False)
         for row in group:
-            with add_time(phases, "build"):
+            with add_time(phases, "build") as phase:
                 launcher = build_launcher(family, variant, row, problem)
+                if launcher.compiled_here:
+                    phase.name = "compile"
             with add_time(phases, "warm-up"):
                 launcher.reset()
                 launcher.launch()  # module load and library set-up stay outside the range
