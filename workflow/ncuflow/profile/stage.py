@@ -13,9 +13,9 @@ Three tiers (docs/methods.md, "Profiling tiers"), each with more sections than t
 before: the source tier profiles each variant's fastest configuration at the size where
 that takes least time (or longest, each size's fastest, every one, or none: ``source``)
 with ``explain_sections`` and ``source_sections`` besides ``sections``, for per-line stall
-samples, sectors per request and bank conflicts; the explain tier each size's
-other fastest configurations (or every one, or none: ``explain``) with ``explain_sections``,
-for stall reasons; the sweep every other configuration with ``sections``. Each configuration
+samples, sectors per request and bank conflicts; the explain tier each size's other
+fastest configurations (or every one, or none: ``explain``) with ``explain_sections``, for
+stall reasons; the sweep every other configuration with ``sections``. Each configuration
 is profiled once: a deeper tier's report holds every value the sweep's would, and a
 configuration a deeper tier could not profile goes to the sweep. All keep ncu's rule
 results (findings). A finished chunk's report is read and exported while ncu profiles the
