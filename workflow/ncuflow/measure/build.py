@@ -17,6 +17,7 @@ from ..compile.cubins import compile_options, compiled_cubin
 from ..errors import NcuflowError
 from ..gpu import cuda_errors, cupy
 from ..plan import ConfigRow
+from ..runlog import add_time
 from ..spec.model import Launch, TensorMap, Variant, leading_dim
 
 if TYPE_CHECKING:
@@ -142,6 +143,17 @@ def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Pr
     return Launcher(steps, attributes, on_host=not on_gpu, gated=on_gpu and on_device,
                     reset=problem.restore,
                     compiled_here=variant.is_cuda and cubin is None)  # fmt: skip
+
+
+def timed_build(family: Family, variant: Variant, row: ConfigRow, problem: Problem,
+                phases: dict[str, float]) -> Launcher:  # fmt: skip
+    """build_launcher, its seconds added to ``phases``: to compile where CuPy compiled the
+    configuration, to build where the compile stage's cubin loaded (or none was needed)."""
+    with add_time(phases, "build") as phase:
+        launcher = build_launcher(family, variant, row, problem)
+        if launcher.compiled_here:
+            phase.name = "compile"
+    return launcher
 
 
 def _check_arch(arch: str) -> None:

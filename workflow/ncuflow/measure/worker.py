@@ -23,7 +23,7 @@ from ..runlog import add_time
 from ..spec import Family, Variant, load_variant
 from ..vocab import COMPILE_ERROR, LAUNCH_ERROR, OK, SKIPPED, WRONG_RESULT, target_id
 from . import journal
-from .build import LaunchRefused, build_launcher
+from .build import LaunchRefused, timed_build
 from .clock import Gate, l2_flush, time_config
 from .journal import EXIT_CONTEXT_LOST
 from .problem import Problem, by_size, inputs_seed, problem_for
@@ -77,10 +77,7 @@ def measure_config(
     phases = {} if phases is None else phases
     build_errors, run_errors = _errors(variant)
     try:
-        with add_time(phases, "build") as phase:
-            launcher = build_launcher(family, variant, row, problem)
-            if launcher.compiled_here:
-                phase.name = "compile"
+        launcher = timed_build(family, variant, row, problem, phases)
     except LaunchRefused as exc:
         return Record.failed(LAUNCH_ERROR, str(exc))
     except build_errors as exc:  # a kernel name missing from the cubin too

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from ..gpu import cupy
-from ..measure.build import build_launcher
+from ..measure.build import timed_build
 from ..measure.problem import by_size, inputs_seed, problem_for
 from ..plan import Plan, profiled_ids, read_records
 from ..runlog import add_time, process_started
@@ -45,10 +45,7 @@ def launch_member(
         with add_time(phases, "inputs"):
             problem = problem_for(plan, family, variant, group[0], seed, checked=False)
         for row in group:
-            with add_time(phases, "build") as phase:
-                launcher = build_launcher(family, variant, row, problem)
-                if launcher.compiled_here:
-                    phase.name = "compile"
+            launcher = timed_build(family, variant, row, problem, phases)
             with add_time(phases, "warm-up"):
                 launcher.reset()
                 launcher.launch()  # module load and library set-up stay outside the range
