@@ -65,3 +65,30 @@ def test_a_stage_cancelled_stops_every_child_and_says_so(signum: int) -> None:
     out, _ = stage.communicate(timeout=10)
     assert stage.returncode == 130 and f"stopped by {signal.Signals(signum).name}" in out
     assert _gone(worker) and _gone(grandchild), "a child outlived its stage"
+
+
+CALLBACK = """
+import os, signal, sys, time, weakref
+from ncuflow.children import Interrupted, stop_on_signals
+stop_on_signals()
+class Thing:
+    pass
+try:
+    thing = Thing()
+    # the signal arrives while Python runs a weakref callback, which cannot raise
+    watch = weakref.ref(thing, lambda ref: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.01)))
+    del thing
+    time.sleep(10)
+except Interrupted as exc:
+    print(f"stopped by {exc}", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_a_signal_that_lands_in_a_callback_still_stops_the_stage_quietly() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", CALLBACK], capture_output=True, text=True,
+                          env=env, timeout=30)  # fmt: skip
+    assert done.returncode == 130 and done.stdout == "stopped by SIGINT\n", done.stderr
+    assert "Traceback" not in done.stderr and time.monotonic() - started < 8

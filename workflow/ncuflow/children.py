@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -92,11 +93,26 @@ def _interrupted(signum: int, frame: Any) -> None:
     raise Interrupted(signum)
 
 
+# A signal that arrives while Python runs a callback it cannot raise from (a weakref's, say
+# importlib's module locks) would be printed as "Exception ignored" and lost: it is sent
+# again a moment later, when the stage is back in its own code.
+_REDELIVER_S = 0.05
+
+
+def _unraisable(args: Any) -> None:
+    if isinstance(args.exc_value, Interrupted):
+        signum = signal.Signals[str(args.exc_value)]
+        threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum)).start()
+        return
+    sys.__unraisablehook__(args)
+
+
 def stop_on_signals() -> None:
     """From now on SIGINT, SIGTERM and SIGHUP raise Interrupted (the stage says what it
     kept and stops its children on the way out), and every exit stops the children."""
     for signum in _SIGNALS:
         signal.signal(signum, _interrupted)
+    sys.unraisablehook = _unraisable
     atexit.register(stop_all)
 
 
