@@ -49,6 +49,12 @@ def test_a_speedup_at_one_problem_within_the_noise_is_the_same() -> None:
     )
 
 
+def test_a_speedup_where_no_problem_column_varies_pairs_the_two_rows() -> None:
+    one_size = _summary().query("M == 2048")
+    question = Question("coalescing", "speedup", ("tiled", "colcopy"))
+    assert answer(one_size, question, []) == "tiled is 2.50× as fast as colcopy"
+
+
 def test_best_bound_and_throughput_are_said_per_problem() -> None:
     summary = _summary()
     best = answer(summary, Question("geometry", "best", ("tiled",), at={"M": 4096}), ["M"])

@@ -202,14 +202,14 @@ def test_a_capture_that_keeps_no_plans_says_it_cannot_tell(tmp_path: Path) -> No
 
 
 def test_the_table_and_the_last_lines_say_what_differs(tmp_path: Path) -> None:
-    table = replayed("h100-sxm-dmm_block_sweep")["dmm_block_sweep"]  # before plans were kept
+    table = replayed("h100-sxm-h100_tuning")["h100_tuning"]  # before plans were kept
     assert table["capture_mismatch"].str.contains("keeps no plans").all()
-    path = tmp_path / "dmm_block_sweep" / "table.parquet"
+    path = tmp_path / "h100_tuning" / "table.parquet"
     path.parent.mkdir()
     table.to_parquet(path)
     lines = status_line(path).splitlines()
     assert len(lines) == 2 and lines[1].startswith(
-        f"ncuflow: dmm_block_sweep: warning: {len(table[table['status'] != 'skipped'])} "
+        f"ncuflow: h100_tuning: warning: {len(table[table['status'] != 'skipped'])} "
         "configurations replayed from a capture that differs from this config: measured with"
     )
 

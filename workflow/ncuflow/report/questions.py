@@ -39,8 +39,10 @@ def _at(summary: pd.DataFrame, question: Question) -> pd.DataFrame:
 def _speedup(rows: pd.DataFrame, question: Question, columns: Sequence[str]) -> str:
     a, b = question.variants
     keys = list(columns)
-    pair = rows[rows["variant"] == a].merge(rows[rows["variant"] == b], on=keys,
-                                            suffixes=("_a", "_b"))  # fmt: skip
+    # at one problem (no column varies) the two variants' rows pair up as they are
+    how = {"on": keys} if keys else {"how": "cross"}
+    pair = rows[rows["variant"] == a].merge(rows[rows["variant"] == b], suffixes=("_a", "_b"),
+                                            **how)  # fmt: skip
     if pair.empty:
         return f"not answered: {a} and {b} have no problem where both measured ok"
     ratio = pair["time_ms_b"].astype(float) / pair["time_ms_a"].astype(float)
