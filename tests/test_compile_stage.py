@@ -90,10 +90,17 @@ def test_a_gpu_job_loads_the_cubin_of_its_options_for_its_architecture(
     index.write_text(
         json.dumps({"arch": "sm_90", "cubins": {build_key(variant, options): str(cubin)}})
     )
-    assert compiled_cubin(options, variant, "90") is None  # no index given to this job
+    assert compiled_cubin(options, variant, "90") == (
+        None, "this job was given no compile stage index")  # fmt: skip
     monkeypatch.setenv(COMPILED_ENV, str(index))
-    assert compiled_cubin(options, variant, "90") == cubin
-    assert compiled_cubin(options, variant, "100") is None  # built for another GPU
-    assert compiled_cubin((*options, "-DX=1"), variant, "90") is None
+    assert compiled_cubin(options, variant, "90") == (cubin, "")
+    # the toolkit's headers found by another path: the same build
+    moved = [o if o[:2] != "-I" else o + "/../include" for o in options]
+    assert compiled_cubin(moved, variant, "90") == (cubin, "")
+    assert compiled_cubin(options, variant, "100")[1] == (
+        "the compile stage built for sm_90, this GPU runs sm_100")  # fmt: skip
+    assert "has no build" in compiled_cubin((*options, "-DX=1"), variant, "90")[1]
     own = dataclasses.replace(variant, arch="sm_90a")  # a variant's own architecture
-    assert compiled_cubin(options, own, "90") == cubin
+    assert compiled_cubin(options, own, "90") == (cubin, "")
+    cubin.unlink()
+    assert compiled_cubin(options, variant, "90")[1].endswith("x.cubin is missing")

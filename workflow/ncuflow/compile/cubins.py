@@ -52,8 +52,9 @@ def compile_options(
 
 def build_key(variant: Variant, options: Sequence[str]) -> str:
     """A configuration's entry in the index: its variant (two variants may take the same
-    options) and its options as the GPU path builds them."""
-    text = json.dumps([variant.family, variant.name, list(options)])
+    options) and its options as the GPU path builds them, without the include folders (a
+    GPU job's process may find the toolkit's by another path than the compile job's)."""
+    text = json.dumps([variant.family, variant.name, [o for o in options if o[:2] != "-I"]])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -84,15 +85,23 @@ def _index(path: str) -> dict:
     return read_json(Path(path)) if Path(path).is_file() else {}
 
 
-def compiled_cubin(options: Sequence[str], variant: Variant, capability: str) -> Path | None:
+def compiled_cubin(
+    options: Sequence[str], variant: Variant, capability: str
+) -> tuple[Path | None, str]:
     """The compile stage's cubin of a configuration for a GPU of compute ``capability``
-    ('90'), where the index this job was given has one; None otherwise."""
+    ('90'), where the index this job was given has one; else None and why not."""
     named = os.environ.get(COMPILED_ENV)
     if not named:
-        return None
+        return None, "this job was given no compile stage index"
     index = _index(named)
     wanted = variant.arch or f"sm_{capability}"
     if variant.arch is None and index.get("arch") != wanted:
-        return None
-    cubin = index.get("cubins", {}).get(build_key(variant, options))
-    return Path(cubin) if cubin and Path(cubin).is_file() else None
+        return None, f"the compile stage built for {index.get('arch')}, this GPU runs {wanted}"
+    key, cubins = build_key(variant, options), index.get("cubins", {})
+    cubin = cubins.get(key)
+    if not cubin:
+        return None, (f"the compile stage's index {named} has no build {key} "
+                      f"({len(cubins)} builds)")  # fmt: skip
+    if not Path(cubin).is_file():
+        return None, f"the compile stage's cubin {cubin} is missing"
+    return Path(cubin), ""

@@ -53,9 +53,9 @@ class Launcher:
     # moves host memory may wait for the stream, which a held stream would never reach
     gated: bool = False
     reset: Callable[[], None] = field(default=lambda: None)
-    # CUDA compiled here (CuPy's NVRTC), not loaded from the compile stage's cubin: where a
-    # job's time went says so apart from loading
-    compiled_here: bool = False
+    # why CUDA was compiled here (CuPy's NVRTC), not loaded from the compile stage's cubin
+    # ('' where it was loaded, or is no CUDA): where a job's time went says so
+    compiled_here: str = ""
 
     def launch(self) -> None:
         for _, step in self.steps:
@@ -91,7 +91,7 @@ def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Pr
            **(row.grid_facts or {})}  # fmt: skip
     by_name = {launch.name: launch for launch in variant.launches}
     active = [(by_name[g.name], g) for g in row.launches]
-    module, cubin = None, None
+    module, cubin, why = None, None, ""
     if variant.arch:
         _check_arch(variant.arch)
     if variant.is_cuda:
@@ -99,7 +99,7 @@ def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Pr
         options = compile_options(family, variant, row.params, dtypes)
         # the compile stage's cubin, where it built one for this GPU; else CuPy compiles
         capability = cupy().cuda.Device().compute_capability
-        cubin = compiled_cubin(options, variant, capability)
+        cubin, why = compiled_cubin(options, variant, capability)
         module = (cupy().RawModule(path=str(cubin)) if cubin is not None
                   else cupy().RawModule(code=variant.source, options=options))  # fmt: skip
     used = {a.text for launch, _ in active for a in launch.args or ()}
@@ -142,17 +142,19 @@ def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Pr
     on_gpu = variant.runs_on == "gpu"
     return Launcher(steps, attributes, on_host=not on_gpu, gated=on_gpu and on_device,
                     reset=problem.restore,
-                    compiled_here=variant.is_cuda and cubin is None)  # fmt: skip
+                    compiled_here=why)  # fmt: skip
 
 
 def timed_build(family: Family, variant: Variant, row: ConfigRow, problem: Problem,
-                phases: dict[str, float]) -> Launcher:  # fmt: skip
+                phases: dict[str, float], notes: set[str]) -> Launcher:  # fmt: skip
     """build_launcher, its seconds added to ``phases``: to compile where CuPy compiled the
-    configuration, to build where the compile stage's cubin loaded (or none was needed)."""
+    configuration (and why in ``notes``), to build where the compile stage's cubin loaded
+    (or none was needed)."""
     with add_time(phases, "build") as phase:
         launcher = build_launcher(family, variant, row, problem)
         if launcher.compiled_here:
             phase.name = "compile"
+            notes.add(f"{variant.name} compiled here, not loaded: {launcher.compiled_here}")
     return launcher
 
 

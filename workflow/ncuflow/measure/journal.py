@@ -29,12 +29,15 @@ def started(path: Path, config_id: str) -> None:
 
 
 def finished(
-    path: Path, config_id: str, record: Record, phases: dict[str, float] | None = None
-) -> None:
+    path: Path, config_id: str, record: Record, phases: dict[str, float] | None = None,
+    note: str = "",
+) -> None:  # fmt: skip
     """A configuration's record, and where its time went (seconds per phase: drawing the
-    inputs and the reference, building, checking, timing), where the worker kept it."""
+    inputs and the reference, building, checking, timing), where the worker kept it, with
+    a note for the log (why its kernel was compiled in the job)."""
     entry = {"event": "done", "config_id": config_id, "record": record.to_json()}
-    append_line(path, {**entry, **({"phases": phases} if phases else {})})
+    append_line(path, {**entry, **({"phases": phases} if phases else {}),
+                       **({"note": note} if note else {})})  # fmt: skip
 
 
 def running(path: Path) -> str | None:
@@ -55,17 +58,21 @@ def running(path: Path) -> str | None:
     return None
 
 
-def phases(path: Path) -> dict[str, dict[str, float]]:
-    """Where each finished configuration's time went, by config_id (those that say)."""
+def phases(path: Path) -> tuple[dict[str, dict[str, float]], set[str]]:
+    """Where each finished configuration's time went, by config_id (those that say), and
+    the distinct notes of them all."""
     found: dict[str, dict[str, float]] = {}
+    notes: set[str] = set()
     for line in path.read_text().splitlines() if path.exists() else []:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if entry.get("event") == "done" and entry.get("phases"):
-            found[entry["config_id"]] = entry["phases"]
-    return found
+        if entry.get("event") == "done":
+            if entry.get("phases"):
+                found[entry["config_id"]] = entry["phases"]
+            notes.update(filter(None, entry.get("note", "").split("; ")))
+    return found, notes
 
 
 def read(path: Path) -> tuple[dict[str, Record], list[str]]:

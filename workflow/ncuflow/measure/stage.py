@@ -100,7 +100,7 @@ def measure_stage(
         else:
             raise NcuflowError(f"the measuring worker failed before any kernel ran:\n{tail}")
         done = journal.read(journal_path)[0]
-    _report(pending, done, journal.phases(journal_path), log)
+    _report(pending, done, *journal.phases(journal_path), log)
     for job in jobs:
         records = {row.config_id: done[target_id(job.key, row.config_id)]
                    for row in job.plan.pending}  # fmt: skip
@@ -121,10 +121,11 @@ def _report(
     pending: dict[str, tuple[Job, ConfigRow]],
     done: dict[str, Record],
     spent: dict[str, dict[str, float]],
+    notes: set[str],
     log: Callable[[str], None],
 ) -> None:
     """One line per configuration (its status, its time or error, where the worker's time
-    went), and the totals."""
+    went), the totals and the notes (why a kernel was compiled in the job)."""
     for target in pending:
         rec = done[target]
         shown = f"{rec.time_ms:.4f} ms" if rec.status == OK else rec.error[:300]
@@ -139,3 +140,5 @@ def _report(
             "where the workers' time went: "
             + ", ".join(f"{k} {v:.1f} s" for k, v in totals.items())
         )
+    for note in sorted(notes):
+        log(note)

@@ -70,14 +70,17 @@ def measure_config(
     flush: Callable[[], None] | None,
     gate: Gate | None = None,
     phases: dict[str, float] | None = None,
+    notes: set[str] | None = None,
 ) -> Record:
     """Compile, check (poisoned outputs against the reference), then time one configuration;
     the seconds each took go into ``phases`` (build: loading the compile stage's cubin and
-    binding arguments; compile where CuPy compiled instead; check, timing)."""
+    binding arguments; compile where CuPy compiled instead, and why into ``notes``; check,
+    timing)."""
     phases = {} if phases is None else phases
     build_errors, run_errors = _errors(variant)
     try:
-        launcher = timed_build(family, variant, row, problem, phases)
+        launcher = timed_build(family, variant, row, problem, phases,
+                               set() if notes is None else notes)  # fmt: skip
     except LaunchRefused as exc:
         return Record.failed(LAUNCH_ERROR, str(exc))
     except build_errors as exc:  # a kernel name missing from the cubin too
@@ -149,11 +152,11 @@ def _measure_plan(
         for row in rows:
             target = target_id(member, row.config_id)
             journal.started(journal_path, target)
-            phases, drawn = dict(drawn), {}  # the first configuration of a size carries it
+            phases, drawn, notes = dict(drawn), {}, set()  # a size's first carries its inputs
             record = measure_config(family, variant, row, problem, plan.timing, flush, gate,
-                                    phases)  # fmt: skip
+                                    phases, notes)  # fmt: skip
             record = record.updated(seed=seed, fingerprint=plan.fingerprint(row), device=device)
-            journal.finished(journal_path, target, record, phases)
+            journal.finished(journal_path, target, record, phases, "; ".join(sorted(notes)))
             if record.status == LAUNCH_ERROR and not context_alive():
                 return EXIT_CONTEXT_LOST
         del problem

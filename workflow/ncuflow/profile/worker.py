@@ -29,10 +29,15 @@ def worker_command(worklist: Path) -> list[str]:
 
 
 def launch_member(
-    plan_path: Path, measure_path: Path, member: str, ids: list[str], phases: dict[str, float]
+    plan_path: Path,
+    measure_path: Path,
+    member: str,
+    ids: list[str],
+    phases: dict[str, float],
+    notes: set[str],
 ) -> None:
     """Each of ``ids`` that ran to the end once, inside its NVTX range; the seconds each
-    step took go into ``phases``."""
+    step took go into ``phases``, why a build was compiled here into ``notes``."""
     cp = cupy()
     from cupy.cuda import nvtx
 
@@ -45,7 +50,7 @@ def launch_member(
         with add_time(phases, "inputs"):
             problem = problem_for(plan, family, variant, group[0], seed, checked=False)
         for row in group:
-            launcher = timed_build(family, variant, row, problem, phases)
+            launcher = timed_build(family, variant, row, problem, phases, notes)
             with add_time(phases, "warm-up"):
                 launcher.reset()
                 launcher.launch()  # module load and library set-up stay outside the range
@@ -61,14 +66,14 @@ def launch_member(
 
 def profile_worker(worklist: Path) -> int:
     phases = {"start": time.time() - process_started()}  # the interpreter, imports, CuPy
-    entries = json.loads(worklist.read_text())
+    entries, notes = json.loads(worklist.read_text()), set()
     for entry in entries:
         launch_member(Path(entry["plan"]), Path(entry["measure"]), entry["member"], entry["ids"],
-                      phases)  # fmt: skip
+                      phases, notes)  # fmt: skip
     count = sum(len(entry["ids"]) for entry in entries)
     spent = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
     print(f"where the profiled process's time went ({count} configurations): {spent}",
-          file=sys.stderr)  # fmt: skip
+          *sorted(notes), sep="\n", file=sys.stderr)  # fmt: skip
     return 0
 
 
