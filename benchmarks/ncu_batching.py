@@ -67,7 +67,7 @@ def main() -> int:
         profile_stage([member], work / "chunks", one_process, quiet)
         batched = time.perf_counter() - started
 
-        metrics = available_metrics(ncu, required_metrics(), quiet)
+        metrics = available_metrics(ncu, required_metrics(member.tensor), quiet)  # as the stage
         started = time.perf_counter()
         run_ncu(ncu_command(ncu, work / "floor", sections, "none", metrics,
                             worker(ids, "floor")), quiet)  # fmt: skip

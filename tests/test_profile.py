@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 from ncuflow.errors import NcuflowError
-from ncuflow.metrics import required_metrics
+from ncuflow.metrics import PRECISIONS, TENSOR, required_metrics
 from ncuflow.ncu import (
     PERMISSION_HELP,
     NcuSettings,
@@ -149,8 +149,9 @@ def _chunked(
     (tmp_path / "measure.json").write_text((capture / "measure.json").read_text())
 
     def stand_in(
-        base: Path, chunk: list[str], target: list[str], limit: float, tier: str = "sweep"
-    ) -> dict:
+        base: Path, chunk: list[str], target: list[str], limit: float, tier: str = "sweep",
+        tensor: tuple[str, ...] = TENSOR,
+    ) -> dict:  # fmt: skip
         members = {split_target(t)[0] for t in chunk}
         assert members == {"naive.p0"}  # one measure job: its variant and part
         ids = [split_target(t)[1] for t in chunk]
@@ -259,13 +260,14 @@ def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(tmp_path: Pa
     assert set(pd.read_parquet(out)["config_id"]) == set(calls[0] + calls[1])
 
 
-def test_one_profile_job_shares_ncu_processes_between_variants(tmp_path: Path) -> None:
-    """Two variants' measure jobs in one profile job: each chunk's ncu process launches
-    configurations of both (their NVTX ranges name variant and part), and each job gets
-    the values, CSV rows, errors and tables of its own configurations alone."""
+def _ladder_members(
+    tmp_path: Path, variants: tuple[str, ...]
+) -> tuple[list[Member], dict[str, pd.DataFrame]]:
+    """Measure jobs of the ladder capture's ``variants`` as one profile job's members, and
+    each one's captured long table by member key."""
     capture = ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder"
     members, longs = [], {}
-    for variant in ("naive", "smem_tiled"):
+    for variant in variants:
         folder = tmp_path / variant
         folder.mkdir()
         plan = dataclasses.replace(Plan.load(capture / variant / "plan.json"),
@@ -274,10 +276,42 @@ def test_one_profile_job_shares_ncu_processes_between_variants(tmp_path: Path) -
         (folder / "measure.json").write_text((capture / variant / "measure.json").read_text())
         members.append(Member(folder / "plan.json", folder / "measure.json", folder / "out"))
         longs[f"{variant}.p0"] = pd.read_parquet(capture / variant / "ncu_long.parquet")
+    return members, longs
+
+
+def test_tensor_core_counters_are_asked_for_only_where_a_variant_computes_with_them(
+    tmp_path: Path,
+) -> None:
+    """They cost replay passes: a chunk holds variants that need the same ones; CUDA-core
+    variants get none, a tensor-core variant its own precision's, a library baseline all."""
+    assert set(required_metrics()) - set(required_metrics(())) == {
+        m for p in TENSOR for m, _ in PRECISIONS[p].counts}  # fmt: skip
+    fp16 = set(required_metrics(("tensor_fp16",)))
+    assert "sm__ops_path_tensor_src_fp16.sum" in fp16
+    assert "sm__ops_path_tensor_src_tf32_dst_fp32.sum" not in fp16
+    members, _ = _ladder_members(tmp_path, ("naive", "wmma_fp16", "smem_tiled", "cublas_fp32"))
+    asked: dict[tuple[str, ...], set[str]] = {}
+
+    def stand_in(base: Path, chunk: list[str], target: list[str], limit: float,
+                 tier: str = "sweep", tensor: tuple[str, ...] = TENSOR) -> dict:  # fmt: skip
+        asked.setdefault(tensor, set()).update(split_target(t)[0] for t in chunk)
+        return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
+
+    settings = NcuSettings(chunk_size=64, explain="none", source="none")
+    profile_stage(members, tmp_path / "chunks", settings, lambda line: None, stand_in)
+    assert asked == {(): {"naive.p0", "smem_tiled.p0"}, ("tensor_fp16",): {"wmma_fp16.p0"},
+                     TENSOR: {"cublas_fp32.p0"}}  # fmt: skip
+
+
+def test_one_profile_job_shares_ncu_processes_between_variants(tmp_path: Path) -> None:
+    """Two variants' measure jobs in one profile job: each chunk's ncu process launches
+    configurations of both (their NVTX ranges name variant and part), and each job gets
+    the values, CSV rows, errors and tables of its own configurations alone."""
+    members, longs = _ladder_members(tmp_path, ("naive", "smem_tiled"))
     calls: list[list[str]] = []
 
     def stand_in(base: Path, chunk: list[str], target: list[str], limit: float,
-                 tier: str = "sweep") -> dict:  # fmt: skip
+                 tier: str = "sweep", tensor: tuple[str, ...] = TENSOR) -> dict:  # fmt: skip
         calls.append(chunk)
         work = json.loads(base.with_suffix(".work.json").read_text())
         assert [w["member"] for w in work] == sorted({split_target(t)[0] for t in chunk})

@@ -24,7 +24,7 @@ Counting rules (docs/methods.md, "Where each number comes from"):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from .breakdown import breakdown_metrics
@@ -283,10 +283,23 @@ COLUMNS: dict[str, Column] = {c.name: c for c in _columns()}
 EXTRA_METRICS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",)
 
 
-def required_metrics() -> list[str]:
+# The tensor-core precisions: their FLOP counters cost replay passes (on an H100 with ncu
+# 2025.3.1, 5 of the sweep's 17), where every other counter comes with the sections' passes.
+TENSOR = tuple(name for name in PRECISIONS if name.startswith("tensor_"))
+
+
+def tensor_counters(compute: Iterable[str], baseline: bool) -> tuple[str, ...]:
+    """The tensor-core precisions whose FLOPs ncu counts for a variant: those it computes
+    in, or every one for a library baseline (the library picks its own path)."""
+    return TENSOR if baseline else tuple(p for p in TENSOR if p in set(compute))
+
+
+def required_metrics(tensor: Iterable[str] = TENSOR) -> list[str]:
     """Every ncu metric the registry and the bound rule read, for ``ncu --metrics``
-    (sections add others)."""
-    names = [m for c in COLUMNS.values() for m in c.needs]
+    (sections add others), with the FLOP counters of the tensor-core precisions in
+    ``tensor`` only (their peaks all the same: those cost no pass)."""
+    skipped = {m for p in set(TENSOR) - set(tensor) for m, _ in PRECISIONS[p].counts}
+    names = [m for c in COLUMNS.values() for m in c.needs if m not in skipped]
     for lvl in LEVELS.values():
         names.append(lvl.clock)
     return list(dict.fromkeys([*names, *EXTRA_METRICS, *breakdown_metrics()]))

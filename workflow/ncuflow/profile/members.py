@@ -22,8 +22,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..files import atomic_write
+from ..metrics import tensor_counters
 from ..plan import ConfigRow, Job, Record, profiled_ids, read_records
 from ..spec import load_variant
+from ..spec.model import Variant
 from ..vocab import split_target, target_id
 from .worker import worker_command
 
@@ -42,11 +44,19 @@ class Member(Job):
         return read_records(self.measure_path)
 
     @cached_property
+    def variant(self) -> Variant:
+        plan = self.plan
+        return load_variant(Path(plan.kernels_dir), plan.family, plan.variant)[1]
+
+    @cached_property
     def ids(self) -> list[str]:
         """The configurations ncu profiles: those that ran to the end, of a profiled variant."""
-        plan = self.plan
-        variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)[1]
-        return profiled_ids(self.measured, variant.profiled)
+        return profiled_ids(self.measured, self.variant.profiled)
+
+    @property
+    def tensor(self) -> tuple[str, ...]:
+        """The tensor-core precisions whose FLOPs ncu counts for it (metrics.tensor_counters)."""
+        return tensor_counters(self.variant.compute, self.variant.baseline)
 
     @cached_property
     def rows(self) -> dict[str, ConfigRow]:

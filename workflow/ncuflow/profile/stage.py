@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..files import atomic_write, read_json
 from ..limits import chunk_limit
-from ..metrics import required_metrics
+from ..metrics import TENSOR, required_metrics
 from ..ncu import (
     NcuSettings,
     ProfileFailed,
@@ -67,14 +67,15 @@ from .members import Batch, Member, split_csv, worker_for
 
 class ChunkProfiler(Protocol):
     """What profiles one chunk: ``target`` (the profile worker over ``chunk``) under ncu,
-    killed after ``limit`` seconds, with the sections of ``tier``; its report into
-    ``base``.ncu-rep, its values into ``base``.parquet and its raw CSV into ``base``.csv
-    (by the time its ``finish``, where it has one, has run); the configurations it could
-    not profile, with why."""
+    killed after ``limit`` seconds, with the sections of ``tier`` and the FLOP counters of
+    the tensor-core precisions in ``tensor``; its report into ``base``.ncu-rep, its values
+    into ``base``.parquet and its raw CSV into ``base``.csv (by the time its ``finish``,
+    where it has one, has run); the configurations it could not profile, with why."""
 
     def __call__(
-        self, base: Path, chunk: list[str], target: list[str], limit: float, tier: str = SWEEP
-    ) -> dict[str, str]: ...
+        self, base: Path, chunk: list[str], target: list[str], limit: float, tier: str = SWEEP,
+        tensor: tuple[str, ...] = TENSOR,
+    ) -> dict[str, str]: ...  # fmt: skip
 
 
 class NcuProfiler:
@@ -85,20 +86,22 @@ class NcuProfiler:
     def __init__(self, settings: NcuSettings, log: Callable[[str], None]) -> None:
         self.settings, self.log = settings, log
         self.ncu = find_ncu(settings.path)
-        self._metrics: list[str] | None = None
+        self._metrics: dict[tuple[str, ...], list[str]] = {}
 
     def __call__(
-        self, base: Path, chunk: list[str], target: list[str], limit: float, tier: str = SWEEP
-    ) -> dict[str, str]:
+        self, base: Path, chunk: list[str], target: list[str], limit: float, tier: str = SWEEP,
+        tensor: tuple[str, ...] = TENSOR,
+    ) -> dict[str, str]:  # fmt: skip
         """One ncu process over the chunk. What an earlier run left of it goes first, so
         that a failure never brings back another set of configurations."""
-        if self._metrics is None:
-            wanted = [*required_metrics(), *self.settings.extra_metrics]
-            self._metrics = available_metrics(self.ncu, wanted, self.log)
+        if tensor not in self._metrics:
+            wanted = [*required_metrics(tensor), *self.settings.extra_metrics]
+            self._metrics[tensor] = available_metrics(self.ncu, wanted, self.log)
         for suffix in (".parquet", ".csv", ".ncu-rep", ".findings.parquet"):
             base.with_suffix(suffix).unlink(missing_ok=True)
         command = ncu_command(self.ncu, base, tier_sections(self.settings, tier),
-                              self.settings.clock_control, self._metrics, target)  # fmt: skip
+                              self.settings.clock_control, self._metrics[tensor],
+                              target)  # fmt: skip
         self.log("$ " + " ".join(command))
         try:
             seconds = run_ncu(command, self.log, limit)
@@ -148,6 +151,16 @@ def tier_ids(mode: str, member: Member) -> list[str]:
         pick = min if mode == "shortest" else max
         chosen = {pick(chosen, key=lambda c: measured[c].time_ms or 0.0)}
     return [c for c in ids if c in chosen]
+
+
+def windows(batch: Batch, targets: Sequence[str], size: int) -> list[list[str]]:
+    """``targets`` in chunks of up to ``size``, each of variants whose FLOPs ncu counts in
+    the same tensor-core precisions (Member.tensor): a chunk asks ncu for those counters
+    alone, which saves replay passes where no variant of it uses tensor cores."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for target in targets:
+        groups.setdefault(batch.member(target)[0].tensor, []).append(target)
+    return [group[i : i + size] for group in groups.values() for i in range(0, len(group), size)]
 
 
 def _frames(paths: Sequence[Path], columns: list[str]) -> pd.DataFrame:
@@ -217,7 +230,9 @@ class _Tiers:
         member = self.batch.member(chunk[0])[0]
         limit = chunk_limit(member.plan.timing, [self.batch.row(t) for t in chunk])
         worker = worker_for(self.batch, chunk, base.with_suffix(".work.json"))
-        failed = self.profiler(base, chunk, worker, limit, tier)
+        tensor = {p for t in chunk for p in self.batch.member(t)[0].tensor}
+        failed = self.profiler(base, chunk, worker, limit, tier,
+                               tuple(p for p in TENSOR if p in tensor))  # fmt: skip
         if failed:
             atomic_write(marker, json.dumps({"key": key, "errors": failed}))
         else:
@@ -270,7 +285,7 @@ def profile_stage(
                        if t not in deeper]  # fmt: skip
             if targets:
                 log(f"{tier} tier: {len(targets)} configurations ({', '.join(targets)})")
-            tiers.profile(tier, [targets[i : i + size] for i in range(0, len(targets), size)])
+            tiers.profile(tier, windows(batch, targets, size))
             deeper += [t for t in targets if t not in tiers.errors]
             tiers.errors = {}
         # the sweep's chunks by position among every profiled configuration, without those
@@ -279,7 +294,7 @@ def profile_stage(
         every = [t for m in members for t in batch.targets(m, m.ids)]
         log(f"profiling {len(every) - len(deeper)} configurations in ncu processes of up to "
             f"{size} (sweep tier)")  # fmt: skip
-        tiers.profile(SWEEP, [every[i : i + size] for i in range(0, len(every), size)], deeper)
+        tiers.profile(SWEEP, windows(batch, every, size), deeper)
     finally:
         tiers.wait()
     started = time.perf_counter()
