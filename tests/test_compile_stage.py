@@ -100,6 +100,11 @@ def test_a_gpu_job_loads_the_cubin_of_its_options_for_its_architecture(
     assert compiled_cubin(options, variant, "100")[1] == (
         "the compile stage built for sm_90, this GPU runs sm_100")  # fmt: skip
     assert "has no build" in compiled_cubin((*options, "-DX=1"), variant, "90")[1]
+    # a plan read back from its file may list the tunables in another order: the same build
+    reordered = dict(reversed(list(row.params.items())))
+    assert len(row.params) > 1 and list(reordered) != list(row.params)
+    assert compile_options(experiment.family, variant, reordered,
+                           (row.dtype, row.out_dtype)) == options  # fmt: skip
     own = dataclasses.replace(variant, arch="sm_90a")  # a variant's own architecture
     assert compiled_cubin(options, own, "90") == (cubin, "")
     cubin.unlink()

@@ -36,8 +36,9 @@ CUPY_DEFAULTS = ("-ftz=true",)
 def compile_options(
     family: Family, variant: Variant, params: dict[str, int], dtypes: tuple[str, str]
 ) -> tuple[str, ...]:
-    """NVRTC options of one configuration: tunables as -D, the element types, the folders
-    of the variant and of every file it includes."""
+    """NVRTC options of one configuration: tunables as -D (by name: a plan read back from
+    its file may order them otherwise than the compile stage's), the element types, the
+    folders of the variant and of every file it includes."""
     folders = dict.fromkeys([variant.path.parent.resolve(),
                              *(p.parent for p in local_includes(variant.path))])  # fmt: skip
     # -lineinfo lets the Nsight Compute GUI show the source beside the SASS
@@ -47,7 +48,7 @@ def compile_options(
     return ("-std=c++17", "-lineinfo", *arch, *(f"-I{f}" for f in folders), *toolkit_includes(),
             f"-DNCUFLOW_FAMILY_HASH={family.fingerprint}",
             f"-DNCUFLOW_IN_T={C_TYPES[dtypes[0]]}", f"-DNCUFLOW_OUT_T={C_TYPES[dtypes[1]]}",
-            *(f"-D{k}={v}" for k, v in params.items()))  # fmt: skip
+            *(f"-D{k}={v}" for k, v in sorted(params.items())))  # fmt: skip
 
 
 def build_key(variant: Variant, options: Sequence[str]) -> str:
