@@ -282,8 +282,10 @@ def _ladder_members(
 def test_tensor_core_counters_are_asked_for_only_where_a_variant_computes_with_them(
     tmp_path: Path,
 ) -> None:
-    """They cost replay passes: a chunk holds variants that need the same ones; CUDA-core
-    variants get none, a tensor-core variant its own precision's, a library baseline all."""
+    """They cost replay passes: a chunk asks for those its variants need (CUDA-core
+    variants none, a tensor-core variant its own precision's, a library baseline all), and
+    configurations that need the same ones are chunked together, in as many chunks as the
+    chunk size alone asks for."""
     assert set(required_metrics()) - set(required_metrics(())) == {
         m for p in TENSOR for m, _ in PRECISIONS[p].counts}  # fmt: skip
     fp16 = set(required_metrics(("tensor_fp16",)))
@@ -297,10 +299,15 @@ def test_tensor_core_counters_are_asked_for_only_where_a_variant_computes_with_t
         asked.setdefault(tensor, set()).update(split_target(t)[0] for t in chunk)
         return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
 
-    settings = NcuSettings(chunk_size=64, explain="none", source="none")
+    assert [len(m.ids) for m in members] == [4, 8, 4, 4]  # four sizes; wmma_fp16 two tilings
+    settings = NcuSettings(chunk_size=4, explain="none", source="none")
     profile_stage(members, tmp_path / "chunks", settings, lambda line: None, stand_in)
     assert asked == {(): {"naive.p0", "smem_tiled.p0"}, ("tensor_fp16",): {"wmma_fp16.p0"},
                      TENSOR: {"cublas_fp32.p0"}}  # fmt: skip
+    asked.clear()  # one chunk for all: the counters any of them needs
+    settings = NcuSettings(chunk_size=20, explain="none", source="none")
+    profile_stage(members, tmp_path / "again", settings, lambda line: None, stand_in)
+    assert asked == {TENSOR: {"naive.p0", "wmma_fp16.p0", "smem_tiled.p0", "cublas_fp32.p0"}}
 
 
 def test_one_profile_job_shares_ncu_processes_between_variants(tmp_path: Path) -> None:

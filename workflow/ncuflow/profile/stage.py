@@ -154,13 +154,15 @@ def tier_ids(mode: str, member: Member) -> list[str]:
 
 
 def windows(batch: Batch, targets: Sequence[str], size: int) -> list[list[str]]:
-    """``targets`` in chunks of up to ``size``, each of variants whose FLOPs ncu counts in
-    the same tensor-core precisions (Member.tensor): a chunk asks ncu for those counters
-    alone, which saves replay passes where no variant of it uses tensor cores."""
+    """``targets`` in chunks of up to ``size``, those of variants whose FLOPs ncu counts in
+    the same tensor-core precisions (Member.tensor) next to each other: a chunk asks ncu
+    for its variants' counters alone, so a chunk without tensor-core variants saves their
+    replay passes, and no chunk more is started than ``size`` alone asks for."""
     groups: dict[tuple[str, ...], list[str]] = {}
     for target in targets:
         groups.setdefault(batch.member(target)[0].tensor, []).append(target)
-    return [group[i : i + size] for group in groups.values() for i in range(0, len(group), size)]
+    ordered = [target for group in groups.values() for target in group]
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
 
 
 def _frames(paths: Sequence[Path], columns: list[str]) -> pd.DataFrame:
