@@ -80,7 +80,7 @@ def main(variant: str) -> int:
               lambda: measure_plan(plan, measure, quiet))  # fmt: skip
         metrics = timed(
             "the metrics this GPU has (ncu --query-metrics)",
-            lambda: available_metrics(ncu, required_metrics(), quiet),
+            lambda: available_metrics(ncu, required_metrics(member.tensor), quiet),  # as the stage
         )
         for name, only in (("no configuration", [NOTHING]), ("every configuration", ids)):
             timed(
