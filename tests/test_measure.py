@@ -40,6 +40,15 @@ def test_records_survive_a_line_cut_short(tmp_path: Path) -> None:
     assert journal.running(path) == "b"
 
 
+def test_the_journal_keeps_where_time_went_and_why_a_kernel_was_compiled(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    why = "naive compiled here, not loaded: this job was given no compile stage index"
+    journal.finished(path, "a", Record("ok"), {"compile": 0.5}, {why})
+    journal.finished(path, "b", Record("ok"), {"build": 0.1}, {why})
+    journal.finished(path, "c", Record("ok"))
+    assert journal.phases(path) == ({"a": {"compile": 0.5}, "b": {"build": 0.1}}, {why})
+
+
 @pytest.fixture
 def fake_worker(tmp_path: Path) -> list[str]:
     return [sys.executable, str(fake_measuring_worker(tmp_path / "worker.py"))]

@@ -288,9 +288,10 @@ EXTRA_METRICS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sus
 TENSOR = tuple(name for name in PRECISIONS if name.startswith("tensor_"))
 
 
-def tensor_counters(compute: Iterable[str], baseline: bool) -> tuple[str, ...]:
-    """The tensor-core precisions whose FLOPs ncu counts for a variant: those it computes
-    in, or every one for a library baseline (the library picks its own path)."""
+def tensor_counters(compute: Iterable[str], baseline: bool = False) -> tuple[str, ...]:
+    """The tensor-core precisions whose FLOPs ncu counts for a variant (or a chunk of
+    them), in registry order: those it computes in, or every one for a library baseline
+    (the library picks its own path)."""
     return TENSOR if baseline else tuple(p for p in TENSOR if p in set(compute))
 
 

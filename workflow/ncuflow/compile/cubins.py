@@ -54,7 +54,8 @@ def compile_options(
 def build_key(variant: Variant, options: Sequence[str]) -> str:
     """A configuration's entry in the index: its variant (two variants may take the same
     options) and its options as the GPU path builds them, without the include folders (a
-    GPU job's process may find the toolkit's by another path than the compile job's)."""
+    GPU job on another node, under Slurm, may find the toolkit's by another path than the
+    compile job's)."""
     text = json.dumps([variant.family, variant.name, [o for o in options if o[:2] != "-I"]])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

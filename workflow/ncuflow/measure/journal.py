@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..files import append_line, atomic_write
@@ -30,14 +31,15 @@ def started(path: Path, config_id: str) -> None:
 
 def finished(
     path: Path, config_id: str, record: Record, phases: dict[str, float] | None = None,
-    note: str = "",
+    notes: Iterable[str] = (),
 ) -> None:  # fmt: skip
     """A configuration's record, and where its time went (seconds per phase: drawing the
     inputs and the reference, building, checking, timing), where the worker kept it, with
-    a note for the log (why its kernel was compiled in the job)."""
+    notes for the log (why its kernel was compiled in the job)."""
     entry = {"event": "done", "config_id": config_id, "record": record.to_json()}
+    said = sorted(notes)
     append_line(path, {**entry, **({"phases": phases} if phases else {}),
-                       **({"note": note} if note else {})})  # fmt: skip
+                       **({"notes": said} if said else {})})  # fmt: skip
 
 
 def running(path: Path) -> str | None:
@@ -71,7 +73,7 @@ def phases(path: Path) -> tuple[dict[str, dict[str, float]], set[str]]:
         if entry.get("event") == "done":
             if entry.get("phases"):
                 found[entry["config_id"]] = entry["phases"]
-            notes.update(filter(None, entry.get("note", "").split("; ")))
+            notes.update(entry.get("notes", ()))
     return found, notes
 
 

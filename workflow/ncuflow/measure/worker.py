@@ -156,7 +156,7 @@ def _measure_plan(
             record = measure_config(family, variant, row, problem, plan.timing, flush, gate,
                                     phases, notes)  # fmt: skip
             record = record.updated(seed=seed, fingerprint=plan.fingerprint(row), device=device)
-            journal.finished(journal_path, target, record, phases, "; ".join(sorted(notes)))
+            journal.finished(journal_path, target, record, phases, notes)
             if record.status == LAUNCH_ERROR and not context_alive():
                 return EXIT_CONTEXT_LOST
         del problem

@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..files import atomic_write, read_json
 from ..limits import chunk_limit
-from ..metrics import TENSOR, required_metrics
+from ..metrics import TENSOR, required_metrics, tensor_counters
 from ..ncu import (
     NcuSettings,
     ProfileFailed,
@@ -232,9 +232,8 @@ class _Tiers:
         member = self.batch.member(chunk[0])[0]
         limit = chunk_limit(member.plan.timing, [self.batch.row(t) for t in chunk])
         worker = worker_for(self.batch, chunk, base.with_suffix(".work.json"))
-        tensor = {p for t in chunk for p in self.batch.member(t)[0].tensor}
-        failed = self.profiler(base, chunk, worker, limit, tier,
-                               tuple(p for p in TENSOR if p in tensor))  # fmt: skip
+        needed = tensor_counters({p for t in chunk for p in self.batch.member(t)[0].tensor})
+        failed = self.profiler(base, chunk, worker, limit, tier, needed)
         if failed:
             atomic_write(marker, json.dumps({"key": key, "errors": failed}))
         else:
