@@ -26,7 +26,7 @@ def test_defaults_are_filled_in() -> None:
     }
     assert "SpeedOfLight_RooflineChart" in study.config["ncu"]["sections"]
     assert study.config["ncu"]["clock_control"] == "none"
-    assert study.config["ncu"]["chunk_size"] == 64 and study.config["ncu"]["variants_per_job"] == 8
+    assert study.config["ncu"]["chunk_size"] == 64 and study.config["ncu"]["variants_per_job"] == 16
     assert study.config["max_configurations"] == 100_000
     assert study.count() == (4, 4)
 

@@ -9,6 +9,7 @@ import pytest
 
 from ncuflow.errors import ConfigError
 from ncuflow.measure.timing import (
+    FLOOR_REPEATS,
     TimingPolicy,
     adaptive_repeats,
     bimodal_clusters,
@@ -183,6 +184,16 @@ def test_min_repeats_run_even_past_the_budget() -> None:
     _, note = adaptive_repeats(launch, TimingPolicy(budget_s=2.0))
     assert launch.calls == [20]
     assert "after 20 repeats (time budget of 2 s spent)" in note
+
+
+@pytest.mark.parametrize(("expected_ms", "first"), [(1000.0, 5), (150.0, 13), (1.0, 20)])
+def test_a_long_host_call_is_timed_as_often_as_the_budget_affords(
+    expected_ms: float, first: int
+) -> None:
+    # a host BLAS call of a second: 5 repeats (FLOOR_REPEATS), not 20 seconds of them
+    launch = Launcher(lambda rng, n: rng.normal(expected_ms, 0.001 * expected_ms, n), seed=7)
+    times, _ = adaptive_repeats(launch, TimingPolicy(budget_s=2.0), expected_ms)
+    assert launch.calls[0] == first and len(times) >= FLOOR_REPEATS
 
 
 def test_a_bimodal_mixture_is_named() -> None:

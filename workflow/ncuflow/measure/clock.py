@@ -141,9 +141,13 @@ def time_config(
     while they are enqueued; should a hold end by its limit (a step waited for the stream,
     or the host stalled for that long), that batch is timed again and the rest too without
     it, and the record's ``gated`` says so. ``cuda``: as for time_launches."""
+    expected_ms = None  # a host call's warm-up says how long one takes (adaptive_repeats)
     for _ in range(policy.warmup):
         launcher.reset()
+        started = time.perf_counter()
         launcher.launch()
+        if launcher.on_host:
+            expected_ms = (time.perf_counter() - started) * 1e3
     steps: dict[str, list[float]] = {name: [] for name, _ in launcher.steps}
     holding = gate if launcher.gated else None
 
@@ -160,7 +164,7 @@ def time_config(
             steps[name] += values
         return totals
 
-    times, note = adaptive_repeats(batch, policy)
+    times, note = adaptive_repeats(batch, policy, expected_ms)
     unstable = bool(note)
     if launcher.gated and holding is None:
         note = "; ".join(filter(None, [GATE_GAVE_UP, note]))

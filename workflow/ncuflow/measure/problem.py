@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -242,6 +242,13 @@ class Problem:
         # the profiled process only launches: no reference to check against
         self.reference = self._reference() if checked else {}
 
+    def use_for(self, variant: Variant) -> Problem:
+        """This problem, serving ``variant`` from now on (another variant of the family at
+        the same size, seed and placement: Work.problem_key): its scratch buffers and
+        tensor maps are the variant's own."""
+        self.variant = variant
+        return self
+
     @property
     def read(self) -> dict[str, Any]:
         """What kernels read: the inputs and the inouts' drawn values."""
@@ -385,20 +392,52 @@ class Problem:
         return Outcome(not failures, "; ".join(failures), rel, worst_abs)
 
 
-def inputs_seed(plan: Plan) -> int:
-    """The seed of a job's inputs: the config's, or a fresh one (recorded with each record)."""
-    if plan.seed is not None:
-        return int(plan.seed)
+def fresh_seed() -> int:
+    """A seed no config named: a worker draws one for all its plans that name none."""
     return int(np.random.SeedSequence().generate_state(1)[0])
 
 
-def by_size(rows: list[ConfigRow]) -> Iterator[list[ConfigRow]]:
-    """Configurations grouped by problem (size and swept scalars), so that inputs are drawn
-    and the reference computed once per problem."""
-    sizes: dict[str, list[ConfigRow]] = {}
-    for row in rows:
-        sizes.setdefault(json.dumps([row.dims, row.scalars], sort_keys=True), []).append(row)
-    yield from sizes.values()
+def inputs_seed(plan: Plan, fresh: int | None = None) -> int:
+    """The seed of a plan's inputs: the config's, else ``fresh`` (a worker's, shared by all
+    its plans so that they can share inputs), else a new one; recorded with each record."""
+    if plan.seed is not None:
+        return int(plan.seed)
+    return fresh_seed() if fresh is None else fresh
+
+
+@dataclass(frozen=True)
+class Work:
+    """One configuration a worker runs: its plan, family, variant, measure job (``member``),
+    row and the seed of its inputs."""
+
+    plan: Plan
+    family: Family
+    variant: Variant
+    member: str
+    row: ConfigRow
+    seed: int
+
+    @property
+    def problem_key(self) -> str:
+        """What makes two configurations' problems one: the family, the size and scalars,
+        the dtypes and the seed (so the same values), and where the variant keeps them
+        (device or host, page-locked or not)."""
+        plan, row = self.plan, self.row
+        return json.dumps([plan.family, row.dims, plan.scalars_of(row), row.dtype,
+                           row.out_dtype, self.seed, self.variant.runs_on,
+                           self.variant.host_memory], sort_keys=True)  # fmt: skip
+
+    def problem(self, checked: bool = True) -> Problem:
+        return problem_for(self.plan, self.family, self.variant, self.row, self.seed, checked)
+
+
+def by_problem(works: Iterable[Work]) -> Iterator[list[Work]]:
+    """A worker's configurations grouped by problem, in the order each problem first comes:
+    inputs are drawn and the reference computed once per group, for all its variants."""
+    groups: dict[str, list[Work]] = {}
+    for work in works:
+        groups.setdefault(work.problem_key, []).append(work)
+    yield from groups.values()
 
 
 def problem_for(

@@ -149,6 +149,10 @@ def bimodal_clusters(
     return float(np.median(low)), float(np.median(high))
 
 
+# The fewest timed launches of a first batch the budget shortens (adaptive_repeats).
+FLOOR_REPEATS = 5
+
+
 @dataclass(frozen=True)
 class TimingPolicy:
     """How long to keep timing one configuration.
@@ -172,19 +176,25 @@ class TimingPolicy:
 
 
 def adaptive_repeats(
-    run_batch: Callable[[int], list[float]], policy: TimingPolicy
+    run_batch: Callable[[int], list[float]], policy: TimingPolicy, expected_ms: float | None = None
 ) -> tuple[list[float], str]:
     """Times from repeated ``run_batch(n)`` calls until the median is known to the target.
 
-    The first batch is ``min_repeats`` whatever the budget (fewer would not summarise); each
-    next one doubles the count so far, capped by ``max_repeats`` and by the launches the
+    The first batch is ``min_repeats`` whatever the budget (fewer would not summarise), or,
+    where a launch is ``expected_ms`` long (a host call's warm-up), as many as the budget
+    affords but at least FLOOR_REPEATS: a host BLAS call of a second is timed 5 times, not
+    20. Each next batch doubles the count so far, capped by ``max_repeats`` and by the launches the
     remaining budget affords at the current median, so later batches overrun the budget only
     by the noise around that median. Returns (all times, note): the
     note is "" when the median's CI95 half-width reached ``target_ci_pct``, else one sentence
     saying how wide it stayed, after how many repeats, why it stopped, and whether the times
     are bimodal.
     """
-    times = _batch(run_batch, policy.min_repeats)
+    first = policy.min_repeats
+    if expected_ms is not None and expected_ms > 0:
+        affordable = math.floor(policy.budget_s * 1e3 / expected_ms)
+        first = min(first, max(FLOOR_REPEATS, affordable))
+    times = _batch(run_batch, first)
     while True:
         ci = ci95_pct(times)
         if ci <= policy.target_ci_pct:

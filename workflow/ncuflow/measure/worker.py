@@ -26,7 +26,7 @@ from . import journal
 from .build import LaunchRefused, timed_build
 from .clock import Gate, l2_flush, time_config
 from .journal import EXIT_CONTEXT_LOST
-from .problem import Problem, by_size, inputs_seed, problem_for
+from .problem import Problem, Work, by_problem, fresh_seed, inputs_seed
 from .timing import TimingPolicy
 
 _TMP_SOURCE = re.compile(r"\S*/tmp[^\s:]*\.cu")
@@ -113,29 +113,50 @@ def missing_modules(variant: Variant) -> list[str]:
 
 def measure_worker(worklist: Path, journal_path: Path) -> int:
     """Measure every pending configuration of the work list's plans that has no record in
-    the journal yet; append records, each under its target id."""
+    the journal yet; append records, each under its target id. Configurations of one
+    problem (Work.problem_key) go together, whatever their variant: inputs and the
+    reference once per problem."""
     done, _ = journal.read(journal_path)
-    gpu: tuple[Callable[[], None] | None, Gate] | None = None  # the L2 flush and the gate
+    fresh, works = fresh_seed(), []
     for entry in json.loads(worklist.read_text()):
         plan = Plan.load(Path(entry["plan"]))
         family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
         todo = [row for row in plan.pending
                 if target_id(entry["member"], row.config_id) not in done]  # fmt: skip
-        if todo and variant.runs_on == "gpu" and gpu is None:
-            gpu = (l2_flush() if plan.timing.flush_l2 else None), Gate()
-        flush, gate = gpu if variant.runs_on == "gpu" and gpu else (None, None)
-        if _measure_plan(plan, family, variant, todo, entry["member"], journal_path,
-                         (flush, gate)) == EXIT_CONTEXT_LOST:  # fmt: skip
-            return EXIT_CONTEXT_LOST
+        if todo and not _skipped_for_modules(plan, variant, todo, entry["member"], journal_path):
+            seed = inputs_seed(plan, fresh)
+            works += [Work(plan, family, variant, entry["member"], row, seed) for row in todo]
+    gpu: tuple[Callable[[], None] | None, Gate] | None = None  # the L2 flush and the gate
+    devices: dict[str, str] = {}
+    for group in by_problem(works):
+        drawn: dict[str, float] = {}
+        with add_time(drawn, "inputs"):  # the inputs and the reference, once per problem
+            problem = group[0].problem()
+        for work in group:
+            plan, variant = work.plan, work.variant
+            if variant.runs_on == "gpu" and gpu is None:
+                gpu = (l2_flush() if plan.timing.flush_l2 else None), Gate()
+            flush, gate = gpu if variant.runs_on == "gpu" and gpu else (None, None)
+            device = devices.setdefault(variant.runs_on, measured_on(variant.runs_on))
+            target = target_id(work.member, work.row.config_id)
+            journal.started(journal_path, target)
+            phases, drawn, notes = dict(drawn), {}, set()  # a problem's first carries its inputs
+            record = measure_config(work.family, variant, work.row, problem.use_for(variant),
+                                    plan.timing, flush, gate, phases, notes)  # fmt: skip
+            record = record.updated(seed=work.seed, fingerprint=plan.fingerprint(work.row),
+                                    device=device)  # fmt: skip
+            journal.finished(journal_path, target, record, phases, notes)
+            if record.status == LAUNCH_ERROR and not context_alive():
+                return EXIT_CONTEXT_LOST
+        del problem
     return 0
 
 
-def _measure_plan(
-    plan: Plan, family: Family, variant: Variant, todo: list[ConfigRow], member: str,
-    journal_path: Path, timers: tuple[Callable[[], None] | None, Gate | None],
-) -> int:  # fmt: skip
-    """One plan's configurations in ``todo``: 0, or EXIT_CONTEXT_LOST where a fault left
-    the CUDA context unusable."""
+def _skipped_for_modules(
+    plan: Plan, variant: Variant, todo: list[ConfigRow], member: str, journal_path: Path
+) -> bool:
+    """Whether the variant requires Python modules this machine lacks; if so, each of its
+    configurations in ``todo`` is recorded as skipped."""
     missing = missing_modules(variant)
     if missing:  # decided where the job runs: a vendor library may be on the GPU machine only
         reason = (f"variant {variant.name} requires {', '.join(missing)}, which this machine "
@@ -143,24 +164,7 @@ def _measure_plan(
         for row in todo:
             journal.finished(journal_path, target_id(member, row.config_id),
                              Record.failed(SKIPPED, reason, plan.fingerprint(row)))  # fmt: skip
-        return 0
-    seed, device, (flush, gate) = inputs_seed(plan), measured_on(variant.runs_on), timers
-    for rows in by_size(todo):
-        drawn: dict[str, float] = {}
-        with add_time(drawn, "inputs"):  # the inputs and the reference, once per size
-            problem = problem_for(plan, family, variant, rows[0], seed)
-        for row in rows:
-            target = target_id(member, row.config_id)
-            journal.started(journal_path, target)
-            phases, drawn, notes = dict(drawn), {}, set()  # a size's first carries its inputs
-            record = measure_config(family, variant, row, problem, plan.timing, flush, gate,
-                                    phases, notes)  # fmt: skip
-            record = record.updated(seed=seed, fingerprint=plan.fingerprint(row), device=device)
-            journal.finished(journal_path, target, record, phases, notes)
-            if record.status == LAUNCH_ERROR and not context_alive():
-                return EXIT_CONTEXT_LOST
-        del problem
-    return 0
+    return bool(missing)
 
 
 if __name__ == "__main__":  # measure.stage starts it: python -m ncuflow.measure.worker WORK JOURNAL

@@ -3,7 +3,8 @@ profiles. The work list (profile.members) names, for each measure job of a chunk
 its records and the configurations to launch. Each runs once (module load and library
 set-up first, outside the range), then once inside an NVTX range named after its target id
 (``<variant>.<part>.<config_id>``), which is how the report's kernels map back to jobs and
-configurations. At its end it says where its time went (start, inputs, builds, warm-up
+configurations. Configurations of one problem, whatever their variant, share its inputs
+(measure.problem.by_problem). At its end it says where its time went (start, inputs, builds, warm-up
 launches, and the profiled launches, which hold ncu's replay passes).
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from ..gpu import cupy
 from ..measure.build import timed_build
-from ..measure.problem import by_size, inputs_seed, problem_for
+from ..measure.problem import Work, by_problem, fresh_seed, inputs_seed
 from ..plan import Plan, profiled_ids, read_records
 from ..runlog import add_time, process_started
 from ..spec import load_variant
@@ -28,36 +29,41 @@ def worker_command(worklist: Path) -> list[str]:
     return [sys.executable, "-m", "ncuflow.profile.worker", str(worklist)]
 
 
-def launch_member(
-    plan_path: Path,
-    measure_path: Path,
-    member: str,
-    ids: list[str],
-    phases: dict[str, float],
-    notes: set[str],
-) -> None:
-    """Each of ``ids`` that ran to the end once, inside its NVTX range; the seconds each
-    step took go into ``phases``, why a build was compiled here into ``notes``."""
+def chunk_works(entries: list[dict]) -> list[Work]:
+    """The configurations a chunk's work list names that ran to the end when measured, with
+    one seed for the plans that name none (so that variants share inputs)."""
+    fresh, works = fresh_seed(), []
+    for entry in entries:
+        plan = Plan.load(Path(entry["plan"]))
+        family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
+        records = read_records(Path(entry["measure"]))
+        profiled = set(profiled_ids(records, variant.profiled)) & set(entry["ids"])
+        seed = inputs_seed(plan, fresh)
+        works += [Work(plan, family, variant, entry["member"], row, seed)
+                  for row in plan.configs if row.config_id in profiled]  # fmt: skip
+    return works
+
+
+def launch(works: list[Work], phases: dict[str, float], notes: set[str]) -> None:
+    """Each configuration once (module load and library set-up, outside every range), then
+    once inside its NVTX range, problem by problem; the seconds each step took go into
+    ``phases``, why a build was compiled here into ``notes``."""
     cp = cupy()
     from cupy.cuda import nvtx
 
-    plan = Plan.load(plan_path)
-    family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
-    profiled = set(profiled_ids(read_records(measure_path), variant.profiled)) & set(ids)
-    rows = [row for row in plan.configs if row.config_id in profiled]
-    seed = inputs_seed(plan)
-    for group in by_size(rows):
+    for group in by_problem(works):
         with add_time(phases, "inputs"):
-            problem = problem_for(plan, family, variant, group[0], seed, checked=False)
-        for row in group:
-            launcher = timed_build(family, variant, row, problem, phases, notes)
+            problem = group[0].problem(checked=False)
+        for work in group:
+            launcher = timed_build(work.family, work.variant, work.row,
+                                   problem.use_for(work.variant), phases, notes)  # fmt: skip
             with add_time(phases, "warm-up"):
                 launcher.reset()
                 launcher.launch()  # module load and library set-up stay outside the range
                 launcher.reset()  # inouts as the timed launches saw them, outside the range
                 cp.cuda.runtime.deviceSynchronize()
             with add_time(phases, "profiled"):
-                nvtx.RangePush(nvtx_name(target_id(member, row.config_id)))
+                nvtx.RangePush(nvtx_name(target_id(work.member, work.row.config_id)))
                 launcher.launch()
                 nvtx.RangePop()
                 cp.cuda.runtime.deviceSynchronize()
@@ -66,13 +72,10 @@ def launch_member(
 
 def profile_worker(worklist: Path) -> int:
     phases = {"start": time.time() - process_started()}  # the interpreter, imports, CuPy
-    entries, notes = json.loads(worklist.read_text()), set()
-    for entry in entries:
-        launch_member(Path(entry["plan"]), Path(entry["measure"]), entry["member"], entry["ids"],
-                      phases, notes)  # fmt: skip
-    count = sum(len(entry["ids"]) for entry in entries)
+    works, notes = chunk_works(json.loads(worklist.read_text())), set()
+    launch(works, phases, notes)
     spent = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
-    print(f"where the profiled process's time went ({count} configurations): {spent}",
+    print(f"where the profiled process's time went ({len(works)} configurations): {spent}",
           *sorted(notes), sep="\n", file=sys.stderr)  # fmt: skip
     return 0
 
