@@ -192,5 +192,5 @@ def test_a_buffer_or_model_may_follow_a_device_fact_and_the_row_records_it(
     problem = Problem(family, variant, row.dims, {"a": 2.0}, 5, ("float32", "float32"))
     env = {**family.scope(variant, row.dims, row.params, ("float32", "float32")),
            **row.grid_facts}  # fmt: skip
-    problem.prepare_scratch(env, {"partials"})
+    problem.prepare_scratch(env, {"partials": variant.scratch["partials"]})
     assert problem.arg("partials").shape == (456,)

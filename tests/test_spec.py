@@ -205,7 +205,7 @@ def test_a_scratch_buffer_starts_zeroed() -> None:
     dims = {"M": 300, "N": 517, "K": 129}
     problem = Problem(family, variant, dims, {}, 5, ("float32", "float32"))
     problem.prepare_scratch(family.scope(variant, dims, variant.params, ("float32", "float32")),
-                            {"partials", "flags"})  # fmt: skip
+                            {n: variant.scratch[n] for n in ("partials", "flags")})  # fmt: skip
     flags, partials = problem.arg("flags"), problem.arg("partials")
     assert flags.shape == (3 * 3,) and flags.dtype == np.int32 and not flags.any()
     assert partials.shape == (3 * 3, 128 * 256) and not partials.any()

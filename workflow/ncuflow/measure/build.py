@@ -62,12 +62,14 @@ class Launcher:
             step()
 
 
-def _step_args(launch: Launch, problem: Problem, env: dict[str, int]) -> tuple[Any, ...]:
+def _step_args(
+    launch: Launch, variant: Variant, problem: Problem, env: dict[str, int]
+) -> tuple[Any, ...]:
     """A launch's arguments: its own list (names or index expressions) or the family's."""
     if launch.args is None:
         return tuple(problem.arg(a) for a in problem.family.args)
-    named = {*problem.inputs, *problem.outputs, *problem.variant.scratch,
-             *problem.variant.tensor_maps, *problem.scalars}  # fmt: skip
+    named = {*problem.inputs, *problem.outputs, *variant.scratch, *variant.tensor_maps,
+             *problem.scalars}  # fmt: skip
     return tuple(problem.arg(a.text) if a.text in named else problem.index(int(a(env)))
                  for a in launch.args)  # fmt: skip
 
@@ -105,7 +107,8 @@ def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Pr
     used = {a.text for launch, _ in active for a in launch.args or ()}
     maps = [variant.tensor_maps[name] for name in sorted(used & set(variant.tensor_maps))]
     described = {m.tensor for m in maps}
-    problem.prepare_scratch(env, (used | described) & set(variant.scratch))
+    problem.prepare_scratch(env, {name: tensor for name, tensor in variant.scratch.items()
+                                  if name in used | described})  # fmt: skip
     # only kernels take aligned inputs (spec.launches): the copies are the harness's kernel's
     lengths = {name: env[leading_dim(name)] for name in variant.row_alignment}
     steps = problem.pad_rows(lengths, copy_rows)
@@ -113,7 +116,7 @@ def build_launcher(family: Family, variant: Variant, row: ConfigRow, problem: Pr
         problem.scratch[tensor_map.name] = _device_tensor_map(tensor_map, problem, env)
     attributes: dict[str, int] = {}
     for launch, geometry in active:
-        args = _step_args(launch, problem, env)
+        args = _step_args(launch, variant, problem, env)
         if launch.library:
             fn = family.function(launch.library)
             steps.append((launch.name, _library_step(fn, args, row.params, problem)))

@@ -206,7 +206,10 @@ class Problem:
         xp: Any = np,
         checked: bool = True,
     ) -> None:
-        self.family, self.variant, self.dims, self.xp = family, variant, dict(dims), xp
+        self.family, self.dims, self.xp = family, dict(dims), xp
+        # the variants of one Work.problem_key share it: of a variant, only where its host
+        # tensors live matters here
+        self.pinned = variant.host_memory == "pinned"
         self.in_dtype, self.out_dtype = dtypes
         rng = np.random.default_rng(seed)
         drawn: dict[str, np.ndarray] = {}
@@ -242,13 +245,6 @@ class Problem:
         # the profiled process only launches: no reference to check against
         self.reference = self._reference() if checked else {}
 
-    def use_for(self, variant: Variant) -> Problem:
-        """This problem, serving ``variant`` from now on (another variant of the family at
-        the same size, seed and placement: Work.problem_key): its scratch buffers and
-        tensor maps are the variant's own."""
-        self.variant = variant
-        return self
-
     @property
     def read(self) -> dict[str, Any]:
         """What kernels read: the inputs and the inouts' drawn values."""
@@ -280,7 +276,7 @@ class Problem:
     def _empty(self, tensor: Tensor, shape: tuple[int, ...], dtype: str) -> Any:
         if tensor.memory == "device":
             return self.xp.empty(shape, dtype=numpy_dtype(dtype))
-        if self.variant.host_memory == "pinned":
+        if self.pinned:
             import cupyx
 
             return cupyx.empty_pinned(shape, dtype=numpy_dtype(dtype))
@@ -304,14 +300,13 @@ class Problem:
             )
         return result
 
-    def prepare_scratch(self, env: Mapping[str, int], names: set[str]) -> None:
-        """Allocate the scratch buffers ``names`` for one configuration (their shapes may
-        name what its expressions may: ``env``, from Family.scope), releasing the previous
-        configuration's. They start zeroed: a kernel may keep flags there that it clears
-        again before it ends."""
+    def prepare_scratch(self, env: Mapping[str, int], tensors: Mapping[str, Tensor]) -> None:
+        """Allocate one configuration's scratch buffers (its variant's declarations, by name;
+        their shapes may name what its expressions may: ``env``, from Family.scope),
+        releasing the previous configuration's. They start zeroed: a kernel may keep flags
+        there that it clears again before it ends."""
         self.scratch = {}
-        for name in names:
-            tensor = self.variant.scratch[name]
+        for name, tensor in tensors.items():
             self.scratch[name] = self.xp.zeros(
                 shape_of(tensor, env), dtype=numpy_dtype(self.dtype_of(tensor))
             )

@@ -126,25 +126,25 @@ def measure_worker(worklist: Path, journal_path: Path) -> int:
         if todo and not _skipped_for_modules(plan, variant, todo, entry["member"], journal_path):
             seed = inputs_seed(plan, fresh)
             works += [Work(plan, family, variant, entry["member"], row, seed) for row in todo]
-    gpu: tuple[Callable[[], None] | None, Gate] | None = None  # the L2 flush and the gate
-    devices: dict[str, str] = {}
+    first_gpu = next((w for w in works if w.variant.runs_on == "gpu"), None)
+    timers: tuple[Callable[[], None] | None, Gate | None] = (None, None)  # L2 flush, gate
+    if first_gpu is not None:
+        timers = (l2_flush() if first_gpu.plan.timing.flush_l2 else None), Gate()
+    devices = {on: measured_on(on) for on in {w.variant.runs_on for w in works}}
     for group in by_problem(works):
         drawn: dict[str, float] = {}
         with add_time(drawn, "inputs"):  # the inputs and the reference, once per problem
             problem = group[0].problem()
         for work in group:
             plan, variant = work.plan, work.variant
-            if variant.runs_on == "gpu" and gpu is None:
-                gpu = (l2_flush() if plan.timing.flush_l2 else None), Gate()
-            flush, gate = gpu if variant.runs_on == "gpu" and gpu else (None, None)
-            device = devices.setdefault(variant.runs_on, measured_on(variant.runs_on))
+            flush, gate = timers if variant.runs_on == "gpu" else (None, None)
             target = target_id(work.member, work.row.config_id)
             journal.started(journal_path, target)
             phases, drawn, notes = dict(drawn), {}, set()  # a problem's first carries its inputs
-            record = measure_config(work.family, variant, work.row, problem.use_for(variant),
+            record = measure_config(work.family, variant, work.row, problem,
                                     plan.timing, flush, gate, phases, notes)  # fmt: skip
             record = record.updated(seed=work.seed, fingerprint=plan.fingerprint(work.row),
-                                    device=device)  # fmt: skip
+                                    device=devices[variant.runs_on])  # fmt: skip
             journal.finished(journal_path, target, record, phases, notes)
             if record.status == LAUNCH_ERROR and not context_alive():
                 return EXIT_CONTEXT_LOST

@@ -56,7 +56,7 @@ def launch(works: list[Work], phases: dict[str, float], notes: set[str]) -> None
             problem = group[0].problem(checked=False)
         for work in group:
             launcher = timed_build(work.family, work.variant, work.row,
-                                   problem.use_for(work.variant), phases, notes)  # fmt: skip
+                                   problem, phases, notes)  # fmt: skip
             with add_time(phases, "warm-up"):
                 launcher.reset()
                 launcher.launch()  # module load and library set-up stay outside the range
