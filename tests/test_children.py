@@ -92,3 +92,52 @@ def test_a_signal_that_lands_in_a_callback_still_stops_the_stage_quietly() -> No
                           env=env, timeout=30)  # fmt: skip
     assert done.returncode == 130 and done.stdout == "stopped by SIGINT\n", done.stderr
     assert "Traceback" not in done.stderr and time.monotonic() - started < 8
+
+
+IMPORTING = """
+import sys, time
+from ncuflow.children import Interrupted, stop_on_signals
+stop_on_signals()
+try:
+    import slow_module  # Ctrl-C comes half-way through its import
+    print(f"imported {slow_module.VALUE}", flush=True)
+    time.sleep(10)
+except Interrupted as exc:
+    print(f"stopped by {exc}", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_a_signal_during_an_import_stops_the_stage_after_it_not_inside(tmp_path: Path) -> None:
+    # inside, an extension module's start-up would turn it into an ImportError traceback
+    (tmp_path / "slow_module.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\n"
+        "for _ in range(20):\n    time.sleep(0.01)\nVALUE = 1\n")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'workflow'}{os.pathsep}{tmp_path}"}
+    done = subprocess.run([sys.executable, "-c", IMPORTING], capture_output=True, text=True,
+                          env=env, timeout=30)  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert done.stdout == "imported 1\nstopped by SIGINT\n" and "Traceback" not in done.stderr
+
+
+TWICE = """
+import os, signal, sys, time
+from ncuflow.children import Interrupted, stop_on_signals
+stop_on_signals()
+try:
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+    time.sleep(10)
+except Interrupted as exc:
+    os.kill(os.getpid(), signal.SIGTERM)  # then Snakemake cancelling the job, mid clean-up
+    time.sleep(0.2)
+    print(f"stopped by {exc}", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_a_second_signal_does_not_cut_the_first_ones_clean_up_short() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    done = subprocess.run([sys.executable, "-c", TWICE], capture_output=True, text=True,
+                          env=env, timeout=30)  # fmt: skip
+    assert done.returncode == 130 and done.stdout == "stopped by SIGINT\n", done.stderr
+    assert "Traceback" not in done.stderr

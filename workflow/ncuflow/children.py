@@ -33,8 +33,9 @@ _children: list[subprocess.Popen] = []
 _inherited: list[int] = []  # descriptors every child keeps open (the GPU slot's lock)
 
 
-class Interrupted(Exception):
-    """The stage was asked to stop (SIGINT, SIGTERM or SIGHUP)."""
+class Interrupted(BaseException):
+    """The stage was asked to stop (SIGINT, SIGTERM or SIGHUP). A BaseException, as
+    KeyboardInterrupt is: library code's ``except Exception`` must not swallow it."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -89,20 +90,44 @@ def stop_all() -> None:
         stop(proc)
 
 
-def _interrupted(signum: int, frame: Any) -> None:
-    raise Interrupted(signum)
-
-
 # A signal that arrives while Python runs a callback it cannot raise from (a weakref's, say
-# importlib's module locks) would be printed as "Exception ignored" and lost: it is sent
-# again a moment later, when the stage is back in its own code.
+# importlib's module locks), or while a module is being imported, is sent again a moment
+# later, when the stage is back in its own code. Raised inside an import, it would come out
+# as the ImportError an extension module makes of any error in its start-up (numpy's
+# "multiarray failed to import"), with a traceback, not as the one line Interrupted gives.
 _REDELIVER_S = 0.05
 
 
+def _redeliver(signum: int) -> None:
+    timer = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
+    timer.daemon = True  # a stage that ends before it fires has nothing left to stop
+    timer.start()
+
+
+def _importing(frame: Any) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    if _importing(frame):
+        _redeliver(signum)
+        return
+    # one stop is enough: the next signal (Snakemake cancelling the job a Ctrl-C already
+    # reached) must not cut short the clean-up and the line the first one starts
+    for other in _SIGNALS:
+        signal.signal(other, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
 def _unraisable(args: Any) -> None:
-    if isinstance(args.exc_value, Interrupted):
-        signum = signal.Signals[str(args.exc_value)]
-        threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum)).start()
+    if isinstance(args.exc_value, Interrupted):  # it never reached the stage: listen again
+        for signum in _SIGNALS:
+            signal.signal(signum, _interrupted)
+        _redeliver(signal.Signals[str(args.exc_value)])
         return
     sys.__unraisablehook__(args)
 
