@@ -23,6 +23,8 @@ from ..runlog import add_time, process_started
 from ..spec import load_variant
 from ..vocab import nvtx_name, target_id
 
+WARM_UPS_NAMED = 3  # the variants whose warm-up launches took longest, named in the log
+
 
 def worker_command(worklist: Path) -> list[str]:
     """The command ncu runs: the worker over a chunk's work list."""
@@ -44,10 +46,12 @@ def chunk_works(entries: list[dict]) -> list[Work]:
     return works
 
 
-def launch(works: list[Work], phases: dict[str, float], notes: set[str]) -> None:
+def launch(works: list[Work], phases: dict[str, float], notes: set[str],
+           warm_ups: dict[str, float]) -> None:  # fmt: skip
     """Each configuration once (module load and library set-up, outside every range), then
     once inside its NVTX range, problem by problem; the seconds each step took go into
-    ``phases``, why a build was compiled here into ``notes``."""
+    ``phases``, each variant's warm-up seconds into ``warm_ups``, why a build was compiled
+    here into ``notes``."""
     cp = cupy()
     from cupy.cuda import nvtx
 
@@ -57,7 +61,7 @@ def launch(works: list[Work], phases: dict[str, float], notes: set[str]) -> None
         for work in group:
             launcher = timed_build(work.family, work.variant, work.row,
                                    problem, phases, notes)  # fmt: skip
-            with add_time(phases, "warm-up"):
+            with add_time(warm_ups, work.variant.name), add_time(phases, "warm-up"):
                 launcher.reset()
                 launcher.launch()  # module load and library set-up stay outside the range
                 launcher.reset()  # inouts as the timed launches saw them, outside the range
@@ -72,11 +76,14 @@ def launch(works: list[Work], phases: dict[str, float], notes: set[str]) -> None
 
 def profile_worker(worklist: Path) -> int:
     phases = {"start": time.time() - process_started()}  # the interpreter, imports, CuPy
-    works, notes = chunk_works(json.loads(worklist.read_text())), set()
-    launch(works, phases, notes)
+    works, notes, warm_ups = chunk_works(json.loads(worklist.read_text())), set(), {}
+    launch(works, phases, notes, warm_ups)
     spent = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
+    # under ncu a library's first call (Triton's, cuDNN's) is most of a chunk's fixed cost
+    slowest = sorted(warm_ups.items(), key=lambda item: -item[1])[:WARM_UPS_NAMED]
+    warmest = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in slowest)
     print(f"where the profiled process's time went ({len(works)} configurations): {spent}",
-          *sorted(notes), sep="\n", file=sys.stderr)  # fmt: skip
+          f"longest warm-ups: {warmest}", *sorted(notes), sep="\n", file=sys.stderr)  # fmt: skip
     return 0
 
 
