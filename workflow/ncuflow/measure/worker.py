@@ -74,8 +74,9 @@ def measure_config(
 ) -> Record:
     """Compile, check (poisoned outputs against the reference), then time one configuration;
     the seconds each took go into ``phases`` (build: loading the compile stage's cubin and
-    binding arguments; compile where CuPy compiled instead, and why into ``notes``; check,
-    timing)."""
+    binding arguments; compile where CuPy compiled instead, and why into ``notes``; first
+    launch: the checked one, with its module load, a library's set-up, Triton's JIT; check:
+    the comparison; timing)."""
     phases = {} if phases is None else phases
     build_errors, run_errors = _errors(variant)
     try:
@@ -87,7 +88,7 @@ def measure_config(
         return Record.failed(COMPILE_ERROR, _TMP_SOURCE.sub(variant.path.name, str(exc)).strip())
     record = Record(OK, **launcher.attributes)
     try:
-        with add_time(phases, "check"):
+        with add_time(phases, "first launch"):
             problem.poison()
             launcher.launch()
             _synchronize(variant)
