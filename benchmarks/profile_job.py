@@ -9,7 +9,9 @@ end) and over all of them with the sweep's sections, the explain tier's and the 
 tier's; reading a report, exporting its CSV, reading its rule results and its source
 lines; and the whole profile stage (as configured: the source tier for the fastest at
 the longest size, the explain tier for the other sizes' fastest); then each of the deeper
-tiers' sections alone beside the sweep's. Prints
+tiers' sections alone beside the sweep's, the registry's metrics alone and beside each of
+the sweep's sections, and the source tier with the counters ncuflow reads of
+MemoryWorkloadAnalysis_Tables in place of that section. Prints
 one line per step, with the replay passes of each ncu process. Run from the repository
 root on a machine with a GPU and ncu:
 
@@ -30,6 +32,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
+from ncuflow.analyze.why import EXPLAIN_COUNTERS
 from ncuflow.measure.stage import measure_plan
 from ncuflow.metrics import required_metrics
 from ncuflow.ncu import NcuSettings, available_metrics, export_csv, find_ncu, ncu_command, run_ncu
@@ -105,6 +108,21 @@ def main(variant: str) -> int:
                 f"ncu, the sweep's sections and {section}",
                 lambda s=with_it: _ncu(ncu, work / "one", s, metrics, worker(ids)),
             )
+        # what the sweep's own sections cost: the registry's metrics alone, then each beside
+        for section in ((), *((s,) for s in settings.sections)):
+            timed(
+                f"ncu, the registry's metrics and {section[0] if section else 'no section'}",
+                lambda s=section: _ncu(ncu, work / "one", s, metrics, worker(ids)),
+            )
+        # the source tier with the counters ncuflow reads of MemoryWorkloadAnalysis_Tables
+        # (analyze.why) in its place: what its tables and two rules cost beyond them
+        read = [m for _, m, _ in EXPLAIN_COUNTERS if m.startswith(("l1tex", "smsp__sass"))]
+        without = tuple(s for s in tier_sections(settings, SOURCE)
+                        if s != "MemoryWorkloadAnalysis_Tables")  # fmt: skip
+        timed(
+            "ncu, the source tier's sections without the tables, their counters instead",
+            lambda: _ncu(ncu, work / "one", without, [*metrics, *read], worker(ids)),
+        )
         report = work / f"{SOURCE}.ncu-rep"
         timed("read the source tier's report's values", lambda: read_report(report))
         timed("export its raw CSV (ncu --import)", lambda: export_csv(ncu, report, work / "x.csv"))
