@@ -81,9 +81,10 @@ def profile_worker(worklist: Path) -> int:
     spent = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
     # under ncu a library's first call (Triton's, cuDNN's) is most of a chunk's fixed cost
     slowest = sorted(warm_ups.items(), key=lambda item: -item[1])[:WARM_UPS_NAMED]
-    warmest = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in slowest)
+    warmest = [f"longest warm-ups: {', '.join(f'{n} {s:.1f} s' for n, s in slowest)}"
+               ] if slowest else []  # fmt: skip
     print(f"where the profiled process's time went ({len(works)} configurations): {spent}",
-          f"longest warm-ups: {warmest}", *sorted(notes), sep="\n", file=sys.stderr)  # fmt: skip
+          *warmest, *sorted(notes), sep="\n", file=sys.stderr)  # fmt: skip
     return 0
 
 
