@@ -50,8 +50,8 @@ def launch(works: list[Work], phases: dict[str, float], notes: set[str],
            warm_ups: dict[str, float]) -> None:  # fmt: skip
     """Each configuration once (module load and library set-up, outside every range), then
     once inside its NVTX range, problem by problem; the seconds each step took go into
-    ``phases``, each variant's warm-up seconds into ``warm_ups``, why a build was compiled
-    here into ``notes``."""
+    ``phases``, but each variant's warm-up seconds into ``warm_ups``, why a build was
+    compiled here into ``notes``."""
     cp = cupy()
     from cupy.cuda import nvtx
 
@@ -61,7 +61,7 @@ def launch(works: list[Work], phases: dict[str, float], notes: set[str],
         for work in group:
             launcher = timed_build(work.family, work.variant, work.row,
                                    problem, phases, notes)  # fmt: skip
-            with add_time(warm_ups, work.variant.name), add_time(phases, "warm-up"):
+            with add_time(warm_ups, work.variant.name):
                 launcher.reset()
                 launcher.launch()  # module load and library set-up stay outside the range
                 launcher.reset()  # inouts as the timed launches saw them, outside the range
@@ -78,6 +78,7 @@ def profile_worker(worklist: Path) -> int:
     phases = {"start": time.time() - process_started()}  # the interpreter, imports, CuPy
     works, notes, warm_ups = chunk_works(json.loads(worklist.read_text())), set(), {}
     launch(works, phases, notes, warm_ups)
+    phases["warm-up"] = sum(warm_ups.values())
     spent = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
     # under ncu a library's first call (Triton's, cuDNN's) is most of a chunk's fixed cost
     slowest = sorted(warm_ups.items(), key=lambda item: -item[1])[:WARM_UPS_NAMED]
