@@ -1,5 +1,6 @@
 import csv
 import dataclasses
+import itertools
 import json
 import os
 import stat
@@ -136,11 +137,13 @@ def test_an_ncu_that_hangs_is_killed_at_its_limit(tmp_path: Path) -> None:
 
 def _chunked(
     tmp_path: Path, fail: set[int], calls: list[list[str]], explain: str = "none",
-    tiers: list[str] | None = None, source: str = "none",
+    tiers: list[str] | None = None, source: str = "none", processes: int = 1,
+    on_gpu: list[tuple[str, float, float, float]] | None = None,
 ) -> Path:  # fmt: skip
     """The profile stage over the ladder capture's naive variant, with ncu replaced by a
     stand-in profiler that serves each chunk the capture's values (or fails on chunks
-    ``fail``)."""
+    ``fail``). With ``processes`` above 1 it does what the worker does with its gates, and
+    notes in ``on_gpu`` when it was started and when it held the GPU."""
     capture = ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder" / "naive"
     plan = Plan.load(capture / "plan.json")
     plan = dataclasses.replace(plan, kernels_dir=str(ROOT / "kernels"))
@@ -155,14 +158,29 @@ def _chunked(
         members = {split_target(t)[0] for t in chunk}
         assert members == {"naive.p0"}  # one measure job: its variant and part
         ids = [split_target(t)[1] for t in chunk]
+        index = len(calls)  # before another thread's call appends
         calls.append(ids)
         if tiers is not None:
             tiers.append(tier)
-        assert target == worker_command(base.with_suffix(".work.json"))
+        assert target[:4] == worker_command(base.with_suffix(".work.json"))
+        if processes > 1:
+            started = time.monotonic()
+            after, then = (None if g == "-" else Path(g) for g in target[4:6])
+            while after is not None and not after.exists():
+                assert time.monotonic() - started < 30, f"{after} never opened"
+                time.sleep(0.01)
+            gpu = time.monotonic()
+            time.sleep(0.3)  # its launches
+            assert on_gpu is not None
+            on_gpu.append((base.name, started, gpu, time.monotonic()))
+            if index in fail:  # it died: its gate is the stage's to open
+                return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
+            assert then is not None
+            then.touch()
         work = json.loads(base.with_suffix(".work.json").read_text())
         assert work == [{"member": "naive.p0", "plan": str(tmp_path / "plan.json"),
                          "measure": str(tmp_path / "measure.json"), "ids": ids}]  # fmt: skip
-        if len(calls) - 1 in fail:
+        if index in fail:
             return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
         values = long[long["config_id"].isin(ids)].copy()
         values["config_id"] = "naive.p0." + values["config_id"]
@@ -173,7 +191,7 @@ def _chunked(
         return {}
 
     member = Member(tmp_path / "plan.json", tmp_path / "measure.json", tmp_path, "p0")
-    settings = NcuSettings(chunk_size=3, explain=explain, source=source)
+    settings = NcuSettings(chunk_size=3, explain=explain, source=source, processes=processes)
     profile_stage([member], tmp_path / "chunks", settings,
                   lambda line: None, stand_in)  # fmt: skip
     return tmp_path / "ncu_long.parquet"
@@ -242,6 +260,27 @@ def test_what_the_explain_tier_could_not_profile_the_sweep_does(tmp_path: Path) 
         table = list(csv.reader(handle))
     assert table[0] == ["ID", "Kernel Name", "explain_metric", "sweep_metric"]
     assert table[1] == ["", "", "%", "%"] and len(table) == 2 + 4
+
+
+@pytest.mark.parametrize("fail", [set(), {0}])
+def test_the_next_chunk_starts_while_one_profiles_but_never_beside_it_on_the_gpu(
+    tmp_path: Path, fail: set[int]
+) -> None:
+    """With two processes (a job of two threads) the next chunk's worker starts while the
+    one before profiles and waits for it to end before it touches the GPU; one that dies
+    without opening the gate holds nobody up."""
+    calls: list[list[str]] = []
+    on_gpu: list[tuple[str, float, float, float]] = []
+    _chunked(tmp_path, fail, calls, "best", source="shortest", processes=2, on_gpu=on_gpu)
+    spans = sorted(on_gpu, key=lambda s: s[2])
+    assert [c for c, *_ in spans[:2]] == ["source_000", "explain_000"]
+    assert spans[1][1] < spans[0][3]  # the second started while the first profiled
+    for (_, _, _, end), (_, _, gpu, _) in itertools.pairwise(spans):
+        assert end <= gpu  # on the GPU only once the one before is done
+    assert not list((tmp_path / "chunks").glob("*.gate"))
+    if fail:  # the source tier's configuration went to the tier below, which took it
+        assert any(calls[0][0] in c for c in calls[2:]), calls
+        assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
 
 
 def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(tmp_path: Path) -> None:
@@ -353,3 +392,22 @@ def test_one_profile_job_shares_ncu_processes_between_variants(tmp_path: Path) -
             assert set(errors) == set(records) - set(long["config_id"])
             assert len(errors) == 2 and "stand-in" in next(iter(errors.values()))
             assert shown == {f"smem_tiled.p0.{c}" for c in long["config_id"]} and shown
+
+
+def test_a_gated_worker_imports_first_and_waits_for_its_gate(tmp_path: Path) -> None:
+    """What a worker started ahead does before the GPU: its variants' modules imported (one
+    that is missing left for the launch to report), then the gate waited for."""
+    import threading
+    from types import SimpleNamespace
+
+    from ncuflow.profile.worker import import_required, wait_for
+
+    works = [SimpleNamespace(variant=SimpleNamespace(requires=("json", "no_such_module_x")))]
+    import_required(works)  # type: ignore[arg-type]
+    gate = tmp_path / "source_000.gate"
+    threading.Timer(0.2, gate.touch).start()
+    started = time.monotonic()
+    wait_for(gate)
+    assert time.monotonic() - started >= 0.15
+    command = worker_command(tmp_path / "w.json", None, gate)
+    assert command[-2:] == ["-", str(gate)]

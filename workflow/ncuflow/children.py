@@ -82,12 +82,17 @@ def stop(proc: subprocess.Popen) -> None:
         _children.remove(proc)
 
 
+def stop_children() -> None:
+    """Kill every child still running, with what it started."""
+    for proc in list(_children):
+        stop(proc)
+
+
 def stop_all() -> None:
     """Kill every child still running (on the way out; a second Ctrl-C cannot cut it)."""
     for signum in _SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    for proc in list(_children):
-        stop(proc)
+    stop_children()
 
 
 # A signal that arrives while Python runs a callback it cannot raise from (a weakref's, say

@@ -56,7 +56,8 @@ def _runner(args: argparse.Namespace, log: Callable[[str], None], exclusive: boo
                       getattr(args, "explain", given.explain),
                       tuple(getattr(args, "explain_sections", given.explain_sections)),
                       getattr(args, "source", given.source),
-                      tuple(getattr(args, "source_sections", given.source_sections)))  # fmt: skip
+                      tuple(getattr(args, "source_sections", given.source_sections)),
+                      getattr(args, "threads", given.processes))  # fmt: skip
     return open_runner(args.mode, ncu, args.capture, log, exclusive)
 
 
@@ -309,6 +310,9 @@ def _gpu_stages(sub: Subparsers) -> None:
                    default=NcuSettings.source,
                    help="the configurations the source tier profiles")  # fmt: skip
     p.add_argument("--source-sections", nargs="*", default=list(NcuSettings.source_sections))
+    p.add_argument("--threads", type=int, default=NcuSettings.processes,
+                   help="the job's cores: with 2, a chunk's ncu process starts while the one "
+                   "before profiles")  # fmt: skip
     _compiled_arg(p)
     _ncu_args(p)
     _mode_args(p)

@@ -68,6 +68,9 @@ class NcuSettings:
     # the source tier: which configurations (shortest, longest, best, all, none), its sections
     source: str = "shortest"
     source_sections: tuple[str, ...] = SOURCE_SECTIONS
+    # ncu processes alive at once (the profile job's threads): with 2, the next chunk's
+    # starts while one profiles, and waits before it touches the GPU
+    processes: int = 1
 
     @classmethod
     def from_config(cls, ncu: dict[str, Any]) -> NcuSettings:

@@ -23,10 +23,12 @@ rule profile:
     log:
         "results/{experiment}/profile.{batch}/logs/profile.log",
     priority: lambda wc: STUDY.batch_priority(wc.experiment, wc.batch)
+    # the second core starts the next chunk's ncu process while one profiles
+    threads: 2
     resources:
         gpu=lambda wc: STUDY.batch_gpus(wc.experiment, wc.batch),
     params:
-        cmd=lambda wc, input, output: command_line(
+        cmd=lambda wc, input, output, threads: command_line(
             "profile",
             ["--plans", input.plans, "--measures", input.measures],
             ["--out", output[0]],
@@ -38,6 +40,7 @@ rule profile:
             ["--explain-sections", config["ncu"]["explain_sections"]],
             ["--source", config["ncu"]["source"]],
             ["--source-sections", config["ncu"]["source_sections"]],
+            ["--threads", threads],
             ["--compiled", input.compiled],
         ),
     shell:

@@ -118,10 +118,12 @@ class Batch:
         return out
 
 
-def worker_for(batch: Batch, targets: Sequence[str], path: Path) -> list[str]:
-    """The command of a profile worker over ``targets``, its work list written to ``path``."""
+def worker_for(batch: Batch, targets: Sequence[str], path: Path, after: Path | None = None,
+               then: Path | None = None) -> list[str]:  # fmt: skip
+    """The command of a profile worker over ``targets``, its work list written to ``path``
+    (``after``, ``then``: its gates, profile.worker)."""
     atomic_write(path, json.dumps(batch.worklist(targets), indent=1))
-    return worker_command(path)
+    return worker_command(path, after, then)
 
 
 def split_csv(reports: Sequence[tuple[Path, pd.DataFrame]], batch: Batch) -> dict[str, str]:

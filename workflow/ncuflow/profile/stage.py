@@ -35,6 +35,7 @@ from typing import Protocol
 
 import pandas as pd
 
+from ..children import stop_children
 from ..files import atomic_write, read_json
 from ..limits import chunk_limit
 from ..metrics import TENSOR, required_metrics, tensor_counters
@@ -177,68 +178,109 @@ def _concat(frames: Sequence[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
 class _Tiers:
     """One profile job's chunks: each tier's windows of targets, profiled (or kept from an
     earlier run) one ncu process each, in ``folder``; a chunk's report read while the next
-    one is profiled, its marker written last."""
+    one is profiled, its marker written last. With ``settings.processes`` above 1, a
+    chunk's ncu process starts while the one before it profiles: its worker waits for the
+    other's to end (a gate file, profile.worker) before it touches the GPU."""
 
     def __init__(self, batch: Batch, folder: Path, settings: NcuSettings,
                  profiler: ChunkProfiler, log: Callable[[str], None]) -> None:  # fmt: skip
         self.batch, self.folder, self.settings = batch, folder, settings
         self.profiler, self.log = profiler, log
-        self.errors: dict[str, str] = {}
-        self.done: list[tuple[Path, str]] = []  # each chunk profiled, and its tier
+        # this run's chunks: their tier, key and outcome (the configurations that failed)
+        self.runs: dict[Path, tuple[str, str, Future[dict[str, str]] | None]] = {}
+        self.running = ThreadPoolExecutor(max_workers=max(1, settings.processes))
         self.reading = ThreadPoolExecutor(max_workers=1)
         self.read: list[Future[None]] = []
+        self.gate: tuple[Path, float] | None = None  # the last chunk started: its gate, limit
 
     def profile(self, tier: str, windows: list[list[str]], skip: Iterable[str] = ()) -> None:
-        """Every window of ``tier`` without the targets in ``skip``; what an earlier run
-        left of windows beyond these goes."""
+        """Every window of ``tier`` without the targets in ``skip``, started in order (a
+        chunk this run already profiled with the same key is not profiled again); what an
+        earlier run left of windows beyond these goes."""
         skipped, prefix = set(skip), f"{tier}_"
         for i, window in enumerate(windows):
             base, chunk = self.folder / f"{prefix}{i:03d}", [t for t in window if t not in skipped]
             if not chunk:
-                _forget(base)
+                self._drop(base)
                 continue
-            failed = self._chunk(base, chunk, tier, f"{tier} chunk {i}")
-            self.errors.update(failed)
-            if not failed:
-                self.done.append((base, tier))
-            elif tier != SWEEP:  # the sweep profiles it; say what is missing
-                for target, why in failed.items():
-                    self.log(f"{tier} tier: no profile of {target}, which a shallower "
-                             f"tier profiles: {why}")  # fmt: skip
+            self._chunk(base, chunk, tier, f"{tier} chunk {i}")
         for stale in self.folder.glob(f"{prefix}*.json"):  # of a larger sweep
             index = re.fullmatch(rf"{prefix}(\d+)\.json", stale.name)
             if index and int(index.group(1)) >= len(windows):
-                _forget(stale.with_suffix(""))
+                self._drop(stale.with_suffix(""))
+
+    def failed(self, tier: str) -> dict[str, str]:
+        """Once every chunk started has ended: the configurations ``tier`` could not
+        profile, with why."""
+        outcomes = {base: outcome.result() for base, (_, _, outcome) in self.runs.items()
+                    if outcome is not None}  # fmt: skip
+        self.gate = None  # nothing runs on the GPU now: the next chunk need not wait
+        return {target: why for base, failed in outcomes.items() if self.runs[base][0] == tier
+                for target, why in failed.items()}  # fmt: skip
+
+    def done(self) -> list[tuple[Path, str]]:
+        """Each chunk profiled without a failure (now or by an earlier run), and its tier."""
+        return [(base, tier) for base, (tier, _, outcome) in self.runs.items()
+                if outcome is None or not outcome.result()]  # fmt: skip
 
     def wait(self) -> None:
         """Every chunk's report read (an error in reading one raised here)."""
+        self.running.shutdown()
         for future in self.read:
             future.result()
         self.reading.shutdown()
+        for gate in self.folder.glob("*.gate"):
+            gate.unlink(missing_ok=True)
 
-    def _chunk(self, base: Path, chunk: list[str], tier: str, what: str) -> dict[str, str]:
-        """A chunk's errors: profiled now, or kept from an earlier run whose key is the same
-        and which failed nowhere."""
+    def _drop(self, base: Path) -> None:
+        self.runs.pop(base, None)
+        _forget(base)
+
+    def _chunk(self, base: Path, chunk: list[str], tier: str, what: str) -> None:
+        """A chunk profiled now, or kept from an earlier run whose key is the same and
+        which failed nowhere (or from this run, failed or not)."""
         sections = tier_sections(self.settings, tier) if tier != SWEEP else ()
         text = json.dumps([(t, self.batch.fingerprint(t)) for t in chunk] + list(sections))
         key = hashlib.sha256(text.encode()).hexdigest()[:16]
+        if base in self.runs and self.runs[base][1] == key:
+            return
         marker = base.with_suffix(".json")
         earlier = read_json(marker) if marker.is_file() else {}
         if earlier.get("key") == key and not earlier.get("errors"):
             self.log(f"{what}: profiled by an earlier run, kept")
-            return {}
-        for suffix in (".json", ".lines.parquet", ".findings.parquet"):  # of its last profile
-            base.with_suffix(suffix).unlink(missing_ok=True)
+            self.runs[base] = (tier, key, None)
+            return
+        for suffix in (".json", ".lines.parquet", ".findings.parquet", ".gate"):
+            base.with_suffix(suffix).unlink(missing_ok=True)  # of its last profile
         member = self.batch.member(chunk[0])[0]
         limit = chunk_limit(member.plan.timing, [self.batch.row(t) for t in chunk])
-        worker = worker_for(self.batch, chunk, base.with_suffix(".work.json"))
+        after, gate = None, None
+        if self.settings.processes > 1:
+            gate = base.with_suffix(".gate")
+            if self.gate is not None:  # its time limit spans the wait for the one before
+                after, waited = self.gate
+                limit += waited
+            self.gate = (gate, limit)
+        worker = worker_for(self.batch, chunk, base.with_suffix(".work.json"), after, gate)
         needed = tensor_counters({p for t in chunk for p in self.batch.member(t)[0].tensor})
-        failed = self.profiler(base, chunk, worker, limit, tier, needed)
-        if failed:
-            atomic_write(marker, json.dumps({"key": key, "errors": failed}))
-        else:
-            self.read.append(self.reading.submit(self._finish, base, tier, key, member))
-        return failed
+
+        def profile() -> dict[str, str]:
+            try:
+                failed = self.profiler(base, chunk, worker, limit, tier, needed)
+            finally:  # whatever became of its worker, the next chunk's may go on
+                if gate is not None:
+                    gate.touch()
+            if failed:
+                atomic_write(marker, json.dumps({"key": key, "errors": failed}))
+                if tier != SWEEP:  # the sweep profiles it; say what is missing
+                    for target, why in failed.items():
+                        self.log(f"{tier} tier: no profile of {target}, which a shallower "
+                                 f"tier profiles: {why}")  # fmt: skip
+            else:
+                self.read.append(self.reading.submit(self._finish, base, tier, key, member))
+            return failed
+
+        self.runs[base] = (tier, key, self.running.submit(profile))
 
     def _finish(self, base: Path, tier: str, key: str, member: Member) -> None:
         finish = getattr(self.profiler, "finish", None)  # a stand-in writes its values itself
@@ -270,43 +312,62 @@ def profile_stage(
     (explain_long.parquet) and the source tier's stall samples per source line
     (source_lines.parquet).
 
-    Each chunk's report and long table are kept in ``folder`` as the chunk completes (the
-    marker file last, written atomically): a run stopped at any point profiles again only
-    the chunks that had not completed, and those ncu failed on."""
+    The tiers' chunks start one after the other without waiting for each other's end
+    (settings.processes); a configuration a deeper tier then could not profile goes to
+    the next tier down, whose chunks that change are profiled again. Each chunk's report
+    and long table are kept in ``folder`` as the chunk completes (the marker file last,
+    written atomically): a run stopped at any point profiles again only the chunks that
+    had not completed, and those ncu failed on."""
     profiler = profiler or NcuProfiler(settings, log)
     batch = Batch(members)
     folder.mkdir(parents=True, exist_ok=True)
     size = settings.chunk_size
     tiers = _Tiers(batch, folder, settings, profiler, log)
+    every = [t for m in members for t in batch.targets(m, m.ids)]
+    modes = {SOURCE: settings.source, EXPLAIN: settings.explain}
+    chosen = {tier: [t for m in members for t in batch.targets(m, tier_ids(mode, m))]
+              for tier, mode in modes.items()}  # fmt: skip
     try:
-        # the deeper tiers first: what they profile, the sweep need not
-        deeper: list[str] = []
-        for tier, mode in ((SOURCE, settings.source), (EXPLAIN, settings.explain)):
-            targets = [t for m in members for t in batch.targets(m, tier_ids(mode, m))
-                       if t not in deeper]  # fmt: skip
-            if targets:
-                log(f"{tier} tier: {len(targets)} configurations ({', '.join(targets)})")
-            tiers.profile(tier, windows(batch, targets, size))
-            deeper += [t for t in targets if t not in tiers.errors]
-            tiers.errors = {}
-        # the sweep's chunks by position among every profiled configuration, without those
-        # a deeper tier profiled: which is fastest may change on a rerun without moving the
-        # rest
-        every = [t for m in members for t in batch.targets(m, m.ids)]
-        log(f"profiling {len(every) - len(deeper)} configurations in ncu processes of up to "
-            f"{size} (sweep tier)")  # fmt: skip
-        tiers.profile(SWEEP, windows(batch, every, size), deeper)
+        # the deeper tiers first: what they profile, the sweep need not; the first pass
+        # counts on every chunk, the next ones (rare) give the failed to the tier below
+        failed: dict[str, str] = {}
+        logged: set[str] = set()
+        while True:
+            deeper: list[str] = []
+            for tier in (SOURCE, EXPLAIN):
+                targets = [t for t in chosen[tier] if t not in deeper]
+                if targets and tier not in logged:
+                    log(f"{tier} tier: {len(targets)} configurations ({', '.join(targets)})")
+                tiers.profile(tier, windows(batch, targets, size))
+                deeper += [t for t in targets if t not in failed]
+            if SWEEP not in logged:
+                # the sweep's chunks by position among every profiled configuration,
+                # without those a deeper tier profiled: which is fastest may change on a
+                # rerun without moving the rest
+                log(f"profiling {len(every) - len(deeper)} configurations in ncu processes "
+                    f"of up to {size} (sweep tier)")  # fmt: skip
+            logged |= {SOURCE, EXPLAIN, SWEEP}
+            tiers.profile(SWEEP, windows(batch, every, size), deeper)
+            now = {**tiers.failed(SOURCE), **tiers.failed(EXPLAIN)}
+            if set(now) <= set(failed):
+                break
+            failed |= now
+        errors = tiers.failed(SWEEP)
+    except BaseException:
+        stop_children()  # the chunks' ncu processes, which run in threads
+        raise
     finally:
         tiers.wait()
     started = time.perf_counter()
-    _write_members(batch, tiers)
+    _write_members(batch, tiers.done(), errors)
     log(f"{len(members)} jobs' profiles written in {time.perf_counter() - started:.1f} s")
 
 
-def _write_members(batch: Batch, tiers: _Tiers) -> None:
-    """Each member's files, from the chunks: values, CSV, errors, findings, the explain
-    tier's values and source lines."""
-    done, tier_of = tiers.done, dict(tiers.done)
+def _write_members(batch: Batch, done: list[tuple[Path, str]],
+                   failed: dict[str, str]) -> None:  # fmt: skip
+    """Each member's files, from the chunks ``done``: values, CSV, errors (``failed``),
+    findings, the explain tier's values and source lines."""
+    tier_of = dict(done)
     longs = {base: pd.read_parquet(base.with_suffix(".parquet")) for base, _ in done
              if base.with_suffix(".parquet").is_file()}  # fmt: skip
     long = batch.split(_concat(list(longs.values()), LONG_COLUMNS))
@@ -317,7 +378,7 @@ def _write_members(batch: Batch, tiers: _Tiers) -> None:
     findings = batch.split(_frames([_findings(b, t) for b, t in done], FINDING_COLUMNS))
     texts = split_csv([(b.with_suffix(".csv"), frame) for b, frame in longs.items()], batch)
     errors: dict[str, dict[str, str]] = {m.key: {} for m in batch.members}
-    for target, why in tiers.errors.items():
+    for target, why in failed.items():
         key, config = split_target(target)
         errors[key][config] = why
     for member in batch.members:
@@ -345,5 +406,5 @@ def _findings(base: Path, tier: str) -> Path:
 def _forget(base: Path) -> None:
     """Remove what an earlier run left of a chunk."""
     for suffix in (".json", ".parquet", ".csv", ".ncu-rep", ".findings.parquet", ".lines.parquet",
-                   ".work.json"):  # fmt: skip
+                   ".work.json", ".gate"):  # fmt: skip
         base.with_suffix(suffix).unlink(missing_ok=True)

@@ -6,10 +6,17 @@ set-up first, outside the range), then once inside an NVTX range named after its
 configurations. Configurations of one problem, whatever their variant, share its inputs
 (measure.problem.by_problem). At its end it says where its time went (start, inputs, builds, warm-up
 launches, and the profiled launches, which hold ncu's replay passes).
+
+A worker started while the chunk before it is still profiled (profile.stage, a job of
+several threads) is given a gate: it reads its work list and imports the Python modules its
+variants require (PyTorch takes seconds), then waits for the gate file before anything
+touches the GPU, so that nothing of it runs beside the other chunk's replay; its own last
+launch done, it opens the next chunk's gate.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import time
@@ -24,11 +31,30 @@ from ..spec import load_variant
 from ..vocab import nvtx_name, target_id
 
 WARM_UPS_NAMED = 3  # the variants whose warm-up launches took longest, named in the log
+GATE_POLL_S = 0.01
 
 
-def worker_command(worklist: Path) -> list[str]:
-    """The command ncu runs: the worker over a chunk's work list."""
-    return [sys.executable, "-m", "ncuflow.profile.worker", str(worklist)]
+def worker_command(worklist: Path, after: Path | None = None,
+                   then: Path | None = None) -> list[str]:  # fmt: skip
+    """The command ncu runs: the worker over a chunk's work list; where given, it waits for
+    the file ``after`` before it touches the GPU and creates ``then`` when it is done."""
+    gates = [str(p) if p else "-" for p in (after, then)] if after or then else []
+    return [sys.executable, "-m", "ncuflow.profile.worker", str(worklist), *gates]
+
+
+def import_required(works: list[Work]) -> None:
+    """The modules the chunk's variants require, imported before the gate: their imports
+    need no GPU. One that fails is left for the launch to report."""
+    for name in dict.fromkeys(m for w in works for m in w.variant.requires):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+
+
+def wait_for(gate: Path) -> None:
+    while not gate.exists():
+        time.sleep(GATE_POLL_S)
 
 
 def chunk_works(entries: list[dict]) -> list[Work]:
@@ -74,10 +100,17 @@ def launch(works: list[Work], phases: dict[str, float], notes: set[str],
         del problem
 
 
-def profile_worker(worklist: Path) -> int:
+def profile_worker(worklist: Path, after: Path | None = None, then: Path | None = None) -> int:
     phases = {"start": time.time() - process_started()}  # the interpreter, imports, CuPy
     works, notes, warm_ups = chunk_works(json.loads(worklist.read_text())), set(), {}
+    if after is not None:
+        with add_time(phases, "imports"):
+            import_required(works)
+        with add_time(phases, "waited"):
+            wait_for(after)
     launch(works, phases, notes, warm_ups)
+    if then is not None:  # the GPU is the next chunk's; ncu still writes this one's report
+        then.touch()
     phases["warm-up"] = sum(warm_ups.values())
     spent = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
     # under ncu a library's first call (Triton's, cuDNN's) is most of a chunk's fixed cost
@@ -89,5 +122,6 @@ def profile_worker(worklist: Path) -> int:
     return 0
 
 
-if __name__ == "__main__":  # ncu runs it: python -m ncuflow.profile.worker WORKLIST
-    sys.exit(profile_worker(Path(sys.argv[1])))
+if __name__ == "__main__":  # ncu runs it: python -m ncuflow.profile.worker WORKLIST [AFTER THEN]
+    gates = [None if a == "-" else Path(a) for a in sys.argv[2:4]]
+    sys.exit(profile_worker(Path(sys.argv[1]), *gates))
