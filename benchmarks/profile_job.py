@@ -7,12 +7,14 @@ configuration (Python, CuPy and the CUDA context) and with all of them (inputs,
 compilation, launches); ncu over the worker with no configuration (ncu's own start and
 end) and over all of them with the sweep's sections, the explain tier's and the source
 tier's; reading a report, exporting its CSV, reading its rule results and its source
-lines; and the whole profile stage (as configured: the source tier for the fastest at
-the longest size, the explain tier for the other sizes' fastest); then each of the deeper
+lines; and the whole profile stage (at the default settings: the source tier for the
+fastest where it takes least time, the explain tier for the other sizes' fastest, one ncu
+process at a time); then each of the deeper
 tiers' sections alone beside the sweep's, the registry's metrics alone and beside each of
 the sweep's sections, and the source tier with the counters ncuflow reads of
-MemoryWorkloadAnalysis_Tables in place of that section. Prints
-one line per step, with the replay passes of each ncu process. Run from the repository
+MemoryWorkloadAnalysis_Tables in place of that section; one metric alone (what a kernel
+costs ncu before any pass of substance) and the registry's metrics by unit, each alone.
+Prints one line per step, with the replay passes of each ncu process. Run from the repository
 root on a machine with a GPU and ncu:
 
     PYTHONPATH=workflow python benchmarks/profile_job.py [VARIANT]
@@ -114,6 +116,18 @@ def main(variant: str) -> int:
                 f"ncu, the registry's metrics and {section[0] if section else 'no section'}",
                 lambda s=section: _ncu(ncu, work / "one", s, metrics, worker(ids)),
             )
+        # what a kernel costs ncu before any pass of substance, and the registry's metrics
+        # by unit (the Speed of Light breakdowns, sm, lts, l1tex...), each alone
+        one = ["gpu__time_duration.sum"]
+        timed("ncu, one metric (gpu__time_duration.sum)",
+              lambda: _ncu(ncu, work / "one", (), one, worker(ids)))  # fmt: skip
+        units: dict[str, list[str]] = {}
+        for metric in metrics:
+            unit = "sass" if "sass" in metric else metric.split("__")[0]
+            units.setdefault(unit, []).append(metric)
+        for unit, listed in units.items():
+            timed(f"ncu, the registry's {unit} metrics alone ({len(listed)})",
+                  lambda m=listed: _ncu(ncu, work / "one", (), m, worker(ids)))  # fmt: skip
         # the source tier with the counters ncuflow reads of MemoryWorkloadAnalysis_Tables
         # (analyze.why) in its place: what its tables and two rules cost beyond them
         read = [m for _, m, _ in EXPLAIN_COUNTERS if m.startswith(("l1tex", "smsp__sass"))]
