@@ -12,6 +12,7 @@ import pytest
 
 from conftest import ROOT
 from ncuflow.errors import NcuflowError
+from ncuflow.limits import chunk_limit
 from ncuflow.metrics import PRECISIONS, TENSOR, required_metrics
 from ncuflow.ncu import (
     PERMISSION_HELP,
@@ -138,7 +139,7 @@ def test_an_ncu_that_hangs_is_killed_at_its_limit(tmp_path: Path) -> None:
 def _chunked(
     tmp_path: Path, fail: set[int], calls: list[list[str]], explain: str = "none",
     tiers: list[str] | None = None, source: str = "none", processes: int = 1,
-    on_gpu: list[tuple[str, float, float, float]] | None = None,
+    on_gpu: list[tuple[str, float, float, float, float]] | None = None,
 ) -> Path:  # fmt: skip
     """The profile stage over the ladder capture's naive variant, with ncu replaced by a
     stand-in profiler that serves each chunk the capture's values (or fails on chunks
@@ -158,12 +159,8 @@ def _chunked(
         members = {split_target(t)[0] for t in chunk}
         assert members == {"naive.p0"}  # one measure job: its variant and part
         ids = [split_target(t)[1] for t in chunk]
-        index = len(calls)  # before another thread's call appends
-        calls.append(ids)
-        if tiers is not None:
-            tiers.append(tier)
         assert target[:4] == worker_command(base.with_suffix(".work.json"))
-        if processes > 1:
+        if processes > 1:  # the gate first: calls then come in the order the GPU took them
             started = time.monotonic()
             after, then = (None if g == "-" else Path(g) for g in target[4:6])
             while after is not None and not after.exists():
@@ -172,10 +169,14 @@ def _chunked(
             gpu = time.monotonic()
             time.sleep(0.3)  # its launches
             assert on_gpu is not None
-            on_gpu.append((base.name, started, gpu, time.monotonic()))
+            on_gpu.append((base.name, started, gpu, time.monotonic(), limit))
+        index = len(calls)
+        calls.append(ids)
+        if tiers is not None:
+            tiers.append(tier)
+        if processes > 1:
             if index in fail:  # it died: its gate is the stage's to open
                 return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
-            assert then is not None
             then.touch()
         work = json.loads(base.with_suffix(".work.json").read_text())
         assert work == [{"member": "naive.p0", "plan": str(tmp_path / "plan.json"),
@@ -270,12 +271,17 @@ def test_the_next_chunk_starts_while_one_profiles_but_never_beside_it_on_the_gpu
     one before profiles and waits for it to end before it touches the GPU; one that dies
     without opening the gate holds nobody up."""
     calls: list[list[str]] = []
-    on_gpu: list[tuple[str, float, float, float]] = []
+    on_gpu: list[tuple[str, float, float, float, float]] = []
     _chunked(tmp_path, fail, calls, "best", source="shortest", processes=2, on_gpu=on_gpu)
     spans = sorted(on_gpu, key=lambda s: s[2])
     assert [c for c, *_ in spans[:2]] == ["source_000", "explain_000"]
     assert spans[1][1] < spans[0][3]  # the second started while the first profiled
-    for (_, _, _, end), (_, _, gpu, _) in itertools.pairwise(spans):
+    if not fail:  # its time limit spans its wait
+        plan = Plan.load(tmp_path / "plan.json")
+        work = json.loads((tmp_path / "chunks" / "explain_000.work.json").read_text())
+        own = chunk_limit(plan.timing, [r for r in plan.configs if r.config_id in work[0]["ids"]])
+        assert spans[1][4] == pytest.approx(own + spans[0][4])
+    for (_, _, _, end, _), (_, _, gpu, _, _) in itertools.pairwise(spans):
         assert end <= gpu  # on the GPU only once the one before is done
     assert not list((tmp_path / "chunks").glob("*.gate"))
     if fail:  # the source tier's configuration went to the tier below, which took it

@@ -191,7 +191,8 @@ class _Tiers:
         self.running = ThreadPoolExecutor(max_workers=max(1, settings.processes))
         self.reading = ThreadPoolExecutor(max_workers=1)
         self.read: list[Future[None]] = []
-        self.gate: tuple[Path, float] | None = None  # the last chunk started: its gate, limit
+        self.gate: Path | None = None  # the gate of the last chunk started
+        self.ahead: list[float] = []  # the time limits of the last chunks started, latest first
 
     def profile(self, tier: str, windows: list[list[str]], skip: Iterable[str] = ()) -> None:
         """Every window of ``tier`` without the targets in ``skip``, started in order (a
@@ -214,7 +215,9 @@ class _Tiers:
         profile, with why."""
         outcomes = {base: outcome.result() for base, (_, _, outcome) in self.runs.items()
                     if outcome is not None}  # fmt: skip
-        self.gate = None  # nothing runs on the GPU now: the next chunk need not wait
+        for read in self.read:  # a chunk profiled again must not be written while read
+            read.result()
+        self.gate, self.ahead = None, []  # nothing runs on the GPU: the next need not wait
         return {target: why for base, failed in outcomes.items() if self.runs[base][0] == tier
                 for target, why in failed.items()}  # fmt: skip
 
@@ -257,10 +260,10 @@ class _Tiers:
         after, gate = None, None
         if self.settings.processes > 1:
             gate = base.with_suffix(".gate")
-            if self.gate is not None:  # its time limit spans the wait for the one before
-                after, waited = self.gate
-                limit += waited
-            self.gate = (gate, limit)
+            after, self.gate = self.gate, gate
+            # its time limit spans the wait: at most processes - 1 chunks run before it starts
+            self.ahead = [limit, *self.ahead][: self.settings.processes]
+            limit = sum(self.ahead)
         worker = worker_for(self.batch, chunk, base.with_suffix(".work.json"), after, gate)
         needed = tensor_counters({p for t in chunk for p in self.batch.member(t)[0].tensor})
 
