@@ -1,6 +1,5 @@
 import csv
 import dataclasses
-import itertools
 import json
 import os
 import stat
@@ -12,7 +11,6 @@ import pytest
 
 from conftest import ROOT
 from ncuflow.errors import NcuflowError
-from ncuflow.limits import chunk_limit
 from ncuflow.metrics import PRECISIONS, TENSOR, required_metrics
 from ncuflow.ncu import (
     PERMISSION_HELP,
@@ -139,12 +137,15 @@ def test_an_ncu_that_hangs_is_killed_at_its_limit(tmp_path: Path) -> None:
 def _chunked(
     tmp_path: Path, fail: set[int], calls: list[list[str]], explain: str = "none",
     tiers: list[str] | None = None, source: str = "none", processes: int = 1,
-    on_gpu: list[tuple[str, float, float, float, float]] | None = None,
+    on_gpu: list[tuple[str, float, float, float, float]] | None = None, chunk_size: int = 3,
+    broken: int | None = None, dies_at_start: str | None = None,
 ) -> Path:  # fmt: skip
     """The profile stage over the ladder capture's naive variant, with ncu replaced by a
     stand-in profiler that serves each chunk the capture's values (or fails on chunks
     ``fail``). With ``processes`` above 1 it does what the worker does with its gates, and
-    notes in ``on_gpu`` when it was started and when it held the GPU."""
+    notes in ``on_gpu`` when it was started and when it held the GPU; the call ``broken``
+    raises (the profiler itself broke, not ncu) after a moment; the chunk ``dies_at_start``
+    fails before its worker reached its gate."""
     capture = ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder" / "naive"
     plan = Plan.load(capture / "plan.json")
     plan = dataclasses.replace(plan, kernels_dir=str(ROOT / "kernels"))
@@ -160,6 +161,8 @@ def _chunked(
         assert members == {"naive.p0"}  # one measure job: its variant and part
         ids = [split_target(t)[1] for t in chunk]
         assert target[:4] == worker_command(base.with_suffix(".work.json"))
+        if base.name == dies_at_start:
+            return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
         if processes > 1:  # the gate first: calls then come in the order the GPU took them
             started = time.monotonic()
             after, then = (None if g == "-" else Path(g) for g in target[4:6])
@@ -174,6 +177,9 @@ def _chunked(
         calls.append(ids)
         if tiers is not None:
             tiers.append(tier)
+        if index == broken:
+            time.sleep(0.2)
+            raise NcuflowError("the stand-in broke")
         if processes > 1:
             if index in fail:  # it died: its gate is the stage's to open
                 return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
@@ -192,7 +198,8 @@ def _chunked(
         return {}
 
     member = Member(tmp_path / "plan.json", tmp_path / "measure.json", tmp_path, "p0")
-    settings = NcuSettings(chunk_size=3, explain=explain, source=source, processes=processes)
+    settings = NcuSettings(chunk_size=chunk_size, explain=explain, source=source,
+                           processes=processes)  # fmt: skip
     profile_stage([member], tmp_path / "chunks", settings,
                   lambda line: None, stand_in)  # fmt: skip
     return tmp_path / "ncu_long.parquet"
@@ -261,32 +268,6 @@ def test_what_the_explain_tier_could_not_profile_the_sweep_does(tmp_path: Path) 
         table = list(csv.reader(handle))
     assert table[0] == ["ID", "Kernel Name", "explain_metric", "sweep_metric"]
     assert table[1] == ["", "", "%", "%"] and len(table) == 2 + 4
-
-
-@pytest.mark.parametrize("fail", [set(), {0}])
-def test_the_next_chunk_starts_while_one_profiles_but_never_beside_it_on_the_gpu(
-    tmp_path: Path, fail: set[int]
-) -> None:
-    """With two processes (a job of two threads) the next chunk's worker starts while the
-    one before profiles and waits for it to end before it touches the GPU; one that dies
-    without opening the gate holds nobody up."""
-    calls: list[list[str]] = []
-    on_gpu: list[tuple[str, float, float, float, float]] = []
-    _chunked(tmp_path, fail, calls, "best", source="shortest", processes=2, on_gpu=on_gpu)
-    spans = sorted(on_gpu, key=lambda s: s[2])
-    assert [c for c, *_ in spans[:2]] == ["source_000", "explain_000"]
-    assert spans[1][1] < spans[0][3]  # the second started while the first profiled
-    if not fail:  # its time limit spans its wait
-        plan = Plan.load(tmp_path / "plan.json")
-        work = json.loads((tmp_path / "chunks" / "explain_000.work.json").read_text())
-        own = chunk_limit(plan.timing, [r for r in plan.configs if r.config_id in work[0]["ids"]])
-        assert spans[1][4] == pytest.approx(own + spans[0][4])
-    for (_, _, _, end, _), (_, _, gpu, _, _) in itertools.pairwise(spans):
-        assert end <= gpu  # on the GPU only once the one before is done
-    assert not list((tmp_path / "chunks").glob("*.gate"))
-    if fail:  # the source tier's configuration went to the tier below, which took it
-        assert any(calls[0][0] in c for c in calls[2:]), calls
-        assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
 
 
 def test_profiling_goes_in_chunks_and_resumes_with_the_missing_ones(tmp_path: Path) -> None:
@@ -398,22 +379,3 @@ def test_one_profile_job_shares_ncu_processes_between_variants(tmp_path: Path) -
             assert set(errors) == set(records) - set(long["config_id"])
             assert len(errors) == 2 and "stand-in" in next(iter(errors.values()))
             assert shown == {f"smem_tiled.p0.{c}" for c in long["config_id"]} and shown
-
-
-def test_a_gated_worker_imports_first_and_waits_for_its_gate(tmp_path: Path) -> None:
-    """What a worker started ahead does before the GPU: its variants' modules imported (one
-    that is missing left for the launch to report), then the gate waited for."""
-    import threading
-    from types import SimpleNamespace
-
-    from ncuflow.profile.worker import import_required, wait_for
-
-    works = [SimpleNamespace(variant=SimpleNamespace(requires=("json", "no_such_module_x")))]
-    import_required(works)  # type: ignore[arg-type]
-    gate = tmp_path / "source_000.gate"
-    threading.Timer(0.2, gate.touch).start()
-    started = time.monotonic()
-    wait_for(gate)
-    assert time.monotonic() - started >= 0.15
-    command = worker_command(tmp_path / "w.json", None, gate)
-    assert command[-2:] == ["-", str(gate)]

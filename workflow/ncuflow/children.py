@@ -78,7 +78,7 @@ def stop(proc: subprocess.Popen) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    if proc in _children:
+    with contextlib.suppress(ValueError):  # another thread's stop removed it first
         _children.remove(proc)
 
 

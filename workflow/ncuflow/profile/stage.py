@@ -64,6 +64,7 @@ from ..vocab import (
 from .explain import FINDING_COLUMNS, LINE_COLUMNS, read_findings, read_source_lines
 from .long_table import LONG_COLUMNS, read_report, write_long
 from .members import Batch, Member, split_csv, worker_for
+from .worker import wait_for
 
 
 class ChunkProfiler(Protocol):
@@ -192,7 +193,8 @@ class _Tiers:
         self.reading = ThreadPoolExecutor(max_workers=1)
         self.read: list[Future[None]] = []
         self.gate: Path | None = None  # the gate of the last chunk started
-        self.ahead: list[float] = []  # the time limits of the last chunks started, latest first
+        # each started chunk's deadline (time.monotonic()): the next may wait until then
+        self.deadlines: dict[Path, float] = {}
 
     def profile(self, tier: str, windows: list[list[str]], skip: Iterable[str] = ()) -> None:
         """Every window of ``tier`` without the targets in ``skip``, started in order (a
@@ -217,7 +219,7 @@ class _Tiers:
                     if outcome is not None}  # fmt: skip
         for read in self.read:  # a chunk profiled again must not be written while read
             read.result()
-        self.gate, self.ahead = None, []  # nothing runs on the GPU: the next need not wait
+        self.gate = None  # nothing runs on the GPU: the next need not wait
         return {target: why for base, failed in outcomes.items() if self.runs[base][0] == tier
                 for target, why in failed.items()}  # fmt: skip
 
@@ -225,6 +227,14 @@ class _Tiers:
         """Each chunk profiled without a failure (now or by an earlier run), and its tier."""
         return [(base, tier) for base, (tier, _, outcome) in self.runs.items()
                 if outcome is None or not outcome.result()]  # fmt: skip
+
+    def stop(self) -> None:
+        """No chunk more started, those running killed with their ncu (the way out)."""
+        self.running.shutdown(wait=False, cancel_futures=True)
+        futures = [outcome for _, _, outcome in self.runs.values() if outcome is not None]
+        while not all(f.done() for f in futures):  # one may have spawned ncu meanwhile
+            stop_children()
+            time.sleep(0.05)
 
     def wait(self) -> None:
         """Every chunk's report read (an error in reading one raised here)."""
@@ -261,17 +271,21 @@ class _Tiers:
         if self.settings.processes > 1:
             gate = base.with_suffix(".gate")
             after, self.gate = self.gate, gate
-            # its time limit spans the wait: at most processes - 1 chunks run before it starts
-            self.ahead = [limit, *self.ahead][: self.settings.processes]
-            limit = sum(self.ahead)
         worker = worker_for(self.batch, chunk, base.with_suffix(".work.json"), after, gate)
         needed = tensor_counters({p for t in chunk for p in self.batch.member(t)[0].tensor})
 
         def profile() -> dict[str, str]:
+            # its deadline follows the one before it (started earlier), which it may wait for
+            started = time.monotonic()
+            before = self.deadlines.get(after.with_suffix(""), started) if after else started
+            self.deadlines[base] = max(started, before) + limit
             try:
-                failed = self.profiler(base, chunk, worker, limit, tier, needed)
-            finally:  # whatever became of its worker, the next chunk's may go on
-                if gate is not None:
+                failed = self.profiler(base, chunk, worker, self.deadlines[base] - started,
+                                       tier, needed)  # fmt: skip
+            finally:  # whatever became of its worker, the next one's may go on once the
+                if gate is not None:  # one before it has ended too
+                    if after is not None:
+                        wait_for(after)
                     gate.touch()
             if failed:
                 atomic_write(marker, json.dumps({"key": key, "errors": failed}))
@@ -333,7 +347,7 @@ def profile_stage(
     try:
         # the deeper tiers first: what they profile, the sweep need not; the first pass
         # counts on every chunk, the next ones (rare) give the failed to the tier below
-        failed: dict[str, str] = {}
+        failed: dict[str, set[str]] = {SOURCE: set(), EXPLAIN: set()}
         logged: set[str] = set()
         while True:
             deeper: list[str] = []
@@ -342,7 +356,7 @@ def profile_stage(
                 if targets and tier not in logged:
                     log(f"{tier} tier: {len(targets)} configurations ({', '.join(targets)})")
                 tiers.profile(tier, windows(batch, targets, size))
-                deeper += [t for t in targets if t not in failed]
+                deeper += [t for t in targets if t not in failed[tier]]
             if SWEEP not in logged:
                 # the sweep's chunks by position among every profiled configuration,
                 # without those a deeper tier profiled: which is fastest may change on a
@@ -351,13 +365,13 @@ def profile_stage(
                     f"of up to {size} (sweep tier)")  # fmt: skip
             logged |= {SOURCE, EXPLAIN, SWEEP}
             tiers.profile(SWEEP, windows(batch, every, size), deeper)
-            now = {**tiers.failed(SOURCE), **tiers.failed(EXPLAIN)}
-            if set(now) <= set(failed):
+            now = {tier: set(tiers.failed(tier)) for tier in failed}
+            if now == failed:
                 break
-            failed |= now
+            failed = now
         errors = tiers.failed(SWEEP)
     except BaseException:
-        stop_children()  # the chunks' ncu processes, which run in threads
+        tiers.stop()
         raise
     finally:
         tiers.wait()
