@@ -155,7 +155,7 @@ def _chunked(
 
     def stand_in(
         base: Path, chunk: list[str], target: list[str], limit: float, tier: str = "sweep",
-        tensor: tuple[str, ...] = TENSOR,
+        tensor: tuple[str, ...] = TENSOR, after: Path | None = None,
     ) -> dict:  # fmt: skip
         members = {split_target(t)[0] for t in chunk}
         assert members == {"naive.p0"}  # one measure job: its variant and part
@@ -173,6 +173,7 @@ def _chunked(
             time.sleep(0.3)  # its launches
             assert on_gpu is not None
             on_gpu.append((base.name, started, gpu, time.monotonic(), limit))
+            assert after == (None if target[4] == "-" else Path(target[4]))
         index = len(calls)
         calls.append(ids)
         if tiers is not None:
@@ -321,7 +322,8 @@ def test_tensor_core_counters_are_asked_for_only_where_a_variant_computes_with_t
     asked: dict[tuple[str, ...], set[str]] = {}
 
     def stand_in(base: Path, chunk: list[str], target: list[str], limit: float,
-                 tier: str = "sweep", tensor: tuple[str, ...] = TENSOR) -> dict:  # fmt: skip
+                 tier: str = "sweep", tensor: tuple[str, ...] = TENSOR,
+                 after: Path | None = None) -> dict:  # fmt: skip
         asked.setdefault(tensor, set()).update(split_target(t)[0] for t in chunk)
         return {t: "ncu failed (exit code 9): ==ERROR== stand-in" for t in chunk}
 
@@ -344,7 +346,8 @@ def test_one_profile_job_shares_ncu_processes_between_variants(tmp_path: Path) -
     calls: list[list[str]] = []
 
     def stand_in(base: Path, chunk: list[str], target: list[str], limit: float,
-                 tier: str = "sweep", tensor: tuple[str, ...] = TENSOR) -> dict:  # fmt: skip
+                 tier: str = "sweep", tensor: tuple[str, ...] = TENSOR,
+                 after: Path | None = None) -> dict:  # fmt: skip
         calls.append(chunk)
         work = json.loads(base.with_suffix(".work.json").read_text())
         assert [w["member"] for w in work] == sorted({split_target(t)[0] for t in chunk})

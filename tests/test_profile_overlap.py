@@ -14,6 +14,7 @@ from test_profile import _chunked
 
 from ncuflow.errors import NcuflowError
 from ncuflow.limits import chunk_limit
+from ncuflow.ncu import ProfileFailed, run_ncu
 from ncuflow.plan import Plan
 from ncuflow.profile.worker import import_required, wait_for, worker_command
 
@@ -31,11 +32,11 @@ def test_the_next_chunk_starts_while_one_profiles_but_never_beside_it_on_the_gpu
     spans = sorted(on_gpu, key=lambda s: s[2])
     assert [c for c, *_ in spans[:2]] == ["source_000", "explain_000"]
     assert spans[1][1] < spans[0][3]  # the second started while the first profiled
-    if not fail:  # its time limit spans its wait
+    if not fail:
         plan = Plan.load(tmp_path / "plan.json")
         work = json.loads((tmp_path / "chunks" / "explain_000.work.json").read_text())
         own = chunk_limit(plan.timing, [r for r in plan.configs if r.config_id in work[0]["ids"]])
-        assert spans[1][4] == pytest.approx(own + spans[0][4], abs=1.0)
+        assert spans[1][4] == pytest.approx(own)  # its own, counted once the gate opened
     for (_, _, _, end, _), (_, _, gpu, _, _) in itertools.pairwise(spans):
         assert end <= gpu  # on the GPU only once the one before is done
     assert not list((tmp_path / "chunks").glob("*.gate"))
@@ -86,3 +87,17 @@ def test_a_gated_worker_imports_first_and_waits_for_its_gate(tmp_path: Path) -> 
     assert time.monotonic() - started >= 0.15
     command = worker_command(tmp_path / "w.json", None, gate)
     assert command[-2:] == ["-", str(gate)]
+
+
+def test_a_time_limit_counts_from_when_the_gate_opens(tmp_path: Path) -> None:
+    """ncu started ahead is not killed for the time it waited for the chunk before it."""
+    ncu = tmp_path / "ncu"
+    ncu.write_text("#!/bin/sh\nsleep 2\n")
+    ncu.chmod(0o755)
+    gate = tmp_path / "source_000.gate"
+    threading.Timer(1.5, gate.touch).start()  # 1 s from then: past the 2 s it takes
+    assert run_ncu([str(ncu)], lambda line: None, 1.0, gate) >= 2
+    gate.unlink()
+    threading.Timer(0.2, gate.touch).start()
+    with pytest.raises(ProfileFailed, match="within 1 s"):
+        run_ncu([str(ncu)], lambda line: None, 1.0, gate)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ def local_path(path: Path | str) -> Path:
 def atomic_write(path: Path, text: str | bytes) -> None:
     """Write a file (text, or bytes as they are) so that no reader ever sees it
     half-written: a temporary file beside it, flushed to disk, then renamed over it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "wb" if isinstance(text, bytes) else "w") as handle:
         handle.write(text)
         handle.flush()

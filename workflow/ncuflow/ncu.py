@@ -173,23 +173,37 @@ def ncu_command(
     return [*command, "--metrics", metrics, *target]
 
 
+_GATE_CHECK_S = 0.2  # how often a process started ahead looks whether its gate opened
+
+
 def run_ncu(
-    command: Sequence[str], log: Callable[[str], None], timeout_s: float | None = None
-) -> float:
+    command: Sequence[str], log: Callable[[str], None], timeout_s: float | None = None,
+    after: Path | None = None,
+) -> float:  # fmt: skip
     """Run one ncu process; seconds it took. Errors carry ncu's own words and the fix; a
-    process that outlives ``timeout_s`` is killed with everything it started."""
+    process that outlives ``timeout_s`` is killed with everything it started. Where
+    ``after`` names a file (the gate its worker waits for), the seconds count from when it
+    appears."""
     started = time.perf_counter()
     proc = spawn(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = None if timeout_s is None or after is not None else started + timeout_s
     try:
-        output, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        stop(proc)  # with everything it started
-        output, _ = proc.communicate()
-        for line in output.splitlines():
-            log(line)
-        raise ProfileFailed(
-            f"ncu did not finish within {timeout_s:.0f} s (its time limit): killed"
-        ) from None
+        while True:
+            if deadline is None and timeout_s is not None and after is not None and after.exists():
+                deadline = time.perf_counter() + timeout_s
+            wait = _GATE_CHECK_S if deadline is None else max(0.0, deadline - time.perf_counter())
+            try:
+                output, _ = proc.communicate(timeout=None if timeout_s is None else wait)
+                break
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.perf_counter() >= deadline:
+                    stop(proc)  # with everything it started
+                    output, _ = proc.communicate()
+                    for line in output.splitlines():
+                        log(line)
+                    raise ProfileFailed(
+                        f"ncu did not finish within {timeout_s:.0f} s (its time limit): killed"
+                    ) from None
     finally:  # interrupted too: ncu and what it profiles never outlive the stage
         stop(proc)
     seconds = time.perf_counter() - started

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -69,14 +70,15 @@ from .worker import wait_for
 
 class ChunkProfiler(Protocol):
     """What profiles one chunk: ``target`` (the profile worker over ``chunk``) under ncu,
-    killed after ``limit`` seconds, with the sections of ``tier`` and the FLOP counters of
+    killed after ``limit`` seconds (counted from when the file ``after`` appears, where it
+    names the gate its worker waits for), with the sections of ``tier`` and the FLOP counters of
     the tensor-core precisions in ``tensor``; its report into ``base``.ncu-rep, its values
     into ``base``.parquet and its raw CSV into ``base``.csv (by the time its ``finish``,
     where it has one, has run); the configurations it could not profile, with why."""
 
     def __call__(
         self, base: Path, chunk: list[str], target: list[str], limit: float, tier: str = SWEEP,
-        tensor: tuple[str, ...] = TENSOR,
+        tensor: tuple[str, ...] = TENSOR, after: Path | None = None,
     ) -> dict[str, str]: ...  # fmt: skip
 
 
@@ -89,16 +91,18 @@ class NcuProfiler:
         self.settings, self.log = settings, log
         self.ncu = find_ncu(settings.path)
         self._metrics: dict[tuple[str, ...], list[str]] = {}
+        self._asking = threading.Lock()  # two chunks' threads ask ncu for them once
 
     def __call__(
         self, base: Path, chunk: list[str], target: list[str], limit: float, tier: str = SWEEP,
-        tensor: tuple[str, ...] = TENSOR,
+        tensor: tuple[str, ...] = TENSOR, after: Path | None = None,
     ) -> dict[str, str]:  # fmt: skip
         """One ncu process over the chunk. What an earlier run left of it goes first, so
         that a failure never brings back another set of configurations."""
-        if tensor not in self._metrics:
-            wanted = [*required_metrics(tensor), *self.settings.extra_metrics]
-            self._metrics[tensor] = available_metrics(self.ncu, wanted, self.log)
+        with self._asking:
+            if tensor not in self._metrics:
+                wanted = [*required_metrics(tensor), *self.settings.extra_metrics]
+                self._metrics[tensor] = available_metrics(self.ncu, wanted, self.log)
         for suffix in (".parquet", ".csv", ".ncu-rep", ".findings.parquet"):
             base.with_suffix(suffix).unlink(missing_ok=True)
         command = ncu_command(self.ncu, base, tier_sections(self.settings, tier),
@@ -106,7 +110,7 @@ class NcuProfiler:
                               target)  # fmt: skip
         self.log("$ " + " ".join(command))
         try:
-            seconds = run_ncu(command, self.log, limit)
+            seconds = run_ncu(command, self.log, limit, after)
         except ProfileFailed as failure:
             self.log(str(failure))
             return {c: str(failure) for c in chunk}
@@ -193,8 +197,10 @@ class _Tiers:
         self.reading = ThreadPoolExecutor(max_workers=1)
         self.read: list[Future[None]] = []
         self.gate: Path | None = None  # the gate of the last chunk started
-        # each started chunk's deadline (time.monotonic()): the next may wait until then
-        self.deadlines: dict[Path, float] = {}
+        # chunks whose thread runs (one may not be in runs yet: Ctrl-C), and whether the
+        # stage stops (then no other starts)
+        self.active, self.stopping = 0, False
+        self.counting = threading.Lock()
 
     def profile(self, tier: str, windows: list[list[str]], skip: Iterable[str] = ()) -> None:
         """Every window of ``tier`` without the targets in ``skip``, started in order (a
@@ -230,9 +236,10 @@ class _Tiers:
 
     def stop(self) -> None:
         """No chunk more started, those running killed with their ncu (the way out)."""
+        with self.counting:
+            self.stopping = True
         self.running.shutdown(wait=False, cancel_futures=True)
-        futures = [outcome for _, _, outcome in self.runs.values() if outcome is not None]
-        while not all(f.done() for f in futures):  # one may have spawned ncu meanwhile
+        while self.active:  # one may have spawned ncu meanwhile
             stop_children()
             time.sleep(0.05)
 
@@ -275,18 +282,21 @@ class _Tiers:
         needed = tensor_counters({p for t in chunk for p in self.batch.member(t)[0].tensor})
 
         def profile() -> dict[str, str]:
-            # its deadline follows the one before it (started earlier), which it may wait for
-            started = time.monotonic()
-            before = self.deadlines.get(after.with_suffix(""), started) if after else started
-            self.deadlines[base] = max(started, before) + limit
-            try:
-                failed = self.profiler(base, chunk, worker, self.deadlines[base] - started,
-                                       tier, needed)  # fmt: skip
+            with self.counting:
+                if self.stopping:  # its gate opened all the same: one after it may wait
+                    if gate is not None:
+                        gate.touch()
+                    return {c: "the profile stage stopped first" for c in chunk}
+                self.active += 1
+            try:  # its time limit counts from when the one before it is done
+                failed = self.profiler(base, chunk, worker, limit, tier, needed, after)
             finally:  # whatever became of its worker, the next one's may go on once the
                 if gate is not None:  # one before it has ended too
                     if after is not None:
                         wait_for(after)
                     gate.touch()
+                with self.counting:
+                    self.active -= 1
             if failed:
                 atomic_write(marker, json.dumps({"key": key, "errors": failed}))
                 if tier != SWEEP:  # the sweep profiles it; say what is missing
