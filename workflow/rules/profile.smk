@@ -23,8 +23,9 @@ rule profile:
     log:
         "results/{experiment}/profile.{batch}/logs/profile.log",
     priority: lambda wc: STUDY.batch_priority(wc.experiment, wc.batch)
-    # the second core starts the next chunk's ncu process while one profiles
-    threads: 2
+    # the second core starts the next chunk's ncu process while one profiles (a replay
+    # here has no ncu: one core)
+    threads: 1 if replays_here(config) else 2
     resources:
         gpu=lambda wc: STUDY.batch_gpus(wc.experiment, wc.batch),
     params:
