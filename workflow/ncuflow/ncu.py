@@ -186,17 +186,17 @@ def run_ncu(
     appears."""
     started = time.perf_counter()
     proc = spawn(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = None if timeout_s is None or after is not None else started + timeout_s
+    deadline = None  # set once the clock runs: at once, or when ``after`` appears
     try:
         while True:
-            if deadline is None and timeout_s is not None and after is not None and after.exists():
+            if deadline is None and timeout_s is not None and (after is None or after.exists()):
                 deadline = time.perf_counter() + timeout_s
             wait = _GATE_CHECK_S if deadline is None else max(0.0, deadline - time.perf_counter())
             try:
                 output, _ = proc.communicate(timeout=None if timeout_s is None else wait)
                 break
             except subprocess.TimeoutExpired:
-                if deadline is not None and time.perf_counter() >= deadline:
+                if deadline is not None:  # it waited until the deadline
                     stop(proc)  # with everything it started
                     output, _ = proc.communicate()
                     for line in output.splitlines():

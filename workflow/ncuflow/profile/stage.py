@@ -218,16 +218,17 @@ class _Tiers:
             if index and int(index.group(1)) >= len(windows):
                 self._drop(stale.with_suffix(""))
 
-    def failed(self, tier: str) -> dict[str, str]:
-        """Once every chunk started has ended: the configurations ``tier`` could not
-        profile, with why."""
-        outcomes = {base: outcome.result() for base, (_, _, outcome) in self.runs.items()
-                    if outcome is not None}  # fmt: skip
+    def failed(self) -> dict[str, dict[str, str]]:
+        """Once every chunk started has ended and been read: per tier, the configurations
+        it could not profile, with why."""
+        failed: dict[str, dict[str, str]] = {SOURCE: {}, EXPLAIN: {}, SWEEP: {}}
+        for tier, _, outcome in self.runs.values():
+            if outcome is not None:
+                failed[tier].update(outcome.result())
         for read in self.read:  # a chunk profiled again must not be written while read
             read.result()
         self.gate = None  # nothing runs on the GPU: the next need not wait
-        return {target: why for base, failed in outcomes.items() if self.runs[base][0] == tier
-                for target, why in failed.items()}  # fmt: skip
+        return failed
 
     def done(self) -> list[tuple[Path, str]]:
         """Each chunk profiled without a failure (now or by an earlier run), and its tier."""
@@ -357,29 +358,28 @@ def profile_stage(
     try:
         # the deeper tiers first: what they profile, the sweep need not; the first pass
         # counts on every chunk, the next ones (rare) give the failed to the tier below
-        failed: dict[str, set[str]] = {SOURCE: set(), EXPLAIN: set()}
-        logged: set[str] = set()
+        failed: dict[str, dict[str, str]] = {SOURCE: {}, EXPLAIN: {}, SWEEP: {}}
+        first = True
         while True:
             deeper: list[str] = []
             for tier in (SOURCE, EXPLAIN):
                 targets = [t for t in chosen[tier] if t not in deeper]
-                if targets and tier not in logged:
+                if targets and first:
                     log(f"{tier} tier: {len(targets)} configurations ({', '.join(targets)})")
                 tiers.profile(tier, windows(batch, targets, size))
                 deeper += [t for t in targets if t not in failed[tier]]
-            if SWEEP not in logged:
+            if first:
                 # the sweep's chunks by position among every profiled configuration,
                 # without those a deeper tier profiled: which is fastest may change on a
                 # rerun without moving the rest
                 log(f"profiling {len(every) - len(deeper)} configurations in ncu processes "
                     f"of up to {size} (sweep tier)")  # fmt: skip
-            logged |= {SOURCE, EXPLAIN, SWEEP}
             tiers.profile(SWEEP, windows(batch, every, size), deeper)
-            now = {tier: set(tiers.failed(tier)) for tier in failed}
-            if now == failed:
+            now, first = tiers.failed(), False
+            if all(now[t].keys() == failed[t].keys() for t in (SOURCE, EXPLAIN)):
                 break
             failed = now
-        errors = tiers.failed(SWEEP)
+        errors = now[SWEEP]
     except BaseException:
         tiers.stop()
         raise
