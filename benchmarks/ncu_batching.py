@@ -78,8 +78,9 @@ def main() -> int:
             report = work / f"each{i}"
             run_ncu(ncu_command(ncu, report, sections, "none", metrics,
                                 worker([config_id], f"each{i}")), quiet)  # fmt: skip
-            export_csv(ncu, report.with_suffix(".ncu-rep"), work / f"each{i}.csv")
+            exported = export_csv(ncu, report.with_suffix(".ncu-rep"), work / f"each{i}.csv")
             write_long(read_report(report.with_suffix(".ncu-rep")), work / f"each{i}.parquet")
+            exported()
         separate = time.perf_counter() - started
     print(f"configurations: {len(ids)}")
     print(f"the profile stage, one ncu process for all:  {batched:7.1f} s")

@@ -139,7 +139,8 @@ def main(variant: str) -> int:
         )
         report = work / f"{SOURCE}.ncu-rep"
         timed("read the source tier's report's values", lambda: read_report(report))
-        timed("export its raw CSV (ncu --import)", lambda: export_csv(ncu, report, work / "x.csv"))
+        csv = work / "x.csv"
+        timed("export its raw CSV (ncu --import)", lambda: export_csv(ncu, report, csv)())
         timed("read its rule results", lambda: read_findings(report, SOURCE))
         timed(
             "read its source lines",

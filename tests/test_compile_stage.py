@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, minimal_config
-from ncuflow.compile.cubins import build_key, compile_options, compiled_cubin
+from ncuflow.compile.cubins import (
+    HELPERS,
+    build_key,
+    compile_options,
+    compiled_cubin,
+    compiled_helper,
+)
 from ncuflow.compile.stage import compile_stage
 from ncuflow.nvrtc import bindings
 from ncuflow.spec.family import read_family
@@ -42,9 +48,13 @@ def test_each_build_compiles_once_and_an_edit_recompiles_only_its_kernel(tmp_pat
     index, lines = _compile(tmp_path, kernels)
     assert index["arch"] == "sm_90" and len(index["cubins"]) == 4
     assert all(Path(p).stat().st_size > 0 for p in index["cubins"].values())
-    assert "4 builds for sm_90" in lines[0] and "4 to compile" in lines[0]
+    # and the harness's own kernels, which every GPU job loads
+    assert sorted(index["helpers"]) == sorted(HELPERS)
+    assert all(Path(p).stat().st_size > 0 for p in index["helpers"].values())
+    assert "4 builds for sm_90" in lines[0] and "7 to compile" in lines[0]
     again, lines = _compile(tmp_path, kernels)
-    assert again["cubins"] == index["cubins"] and "0 to compile" in lines[0]
+    assert again["cubins"] == index["cubins"] and again["helpers"] == index["helpers"]
+    assert "0 to compile" in lines[0]
     naive = kernels / "matmul" / "naive.cu"
     naive.write_text(naive.read_text() + "\n// edited\n")
     edited, lines = _compile(tmp_path, kernels)
@@ -87,13 +97,16 @@ def test_a_gpu_job_loads_the_cubin_of_its_options_for_its_architecture(
     cubin = tmp_path / "x.cubin"
     cubin.write_bytes(b"\x7fELF")
     index = tmp_path / "compiled.json"
-    index.write_text(
-        json.dumps({"arch": "sm_90", "cubins": {build_key(variant, options): str(cubin)}})
-    )
+    index.write_text(json.dumps({"arch": "sm_90", "helpers": {"gate": str(cubin)},
+                                 "cubins": {build_key(variant, options): str(cubin)}}))  # fmt: skip
     assert compiled_cubin(options, variant, "90") == (
         None, "this job was given no compile stage index")  # fmt: skip
+    assert compiled_helper("gate", "90") is None
     monkeypatch.setenv(COMPILED_ENV, str(index))
     assert compiled_cubin(options, variant, "90") == (cubin, "")
+    assert compiled_helper("gate", "90") == cubin
+    assert compiled_helper("gate", "100") is None  # built for another architecture
+    assert compiled_helper("compare", "90") is None  # not in the index: compiled in the job
     # the toolkit's headers found by another path: the same build
     moved = [o if o[:2] != "-I" else o + "/../include" for o in options]
     assert compiled_cubin(moved, variant, "90") == (cubin, "")

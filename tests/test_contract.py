@@ -17,7 +17,8 @@ from conftest import ROOT
 from ncuflow.analyze.collect import collect
 from ncuflow.analyze.derive import config_metrics
 from ncuflow.errors import ConfigError, NcuflowError
-from ncuflow.measure.problem import POISON_BITS, Problem, call_with, compare, draw, poisoned
+from ncuflow.measure.compare import POISON_BITS, compare, poisoned
+from ncuflow.measure.problem import Problem, call_with, draw
 from ncuflow.measure.stage import measure_plan
 from ncuflow.spec import Check, SpecError, Tensor, load_family
 from ncuflow.study.config import load_study

@@ -253,3 +253,41 @@ def test_the_gate_keeps_host_delays_out_of_the_timed_intervals() -> None:
     assert waiting.gave_up() and time.monotonic() - started < 5
     time_launches(steps, 3, None, waiting)
     assert not waiting.gave_up()  # once released in time, it says so again
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_the_one_kernel_check_agrees_with_the_array_operations(dtype: str) -> None:
+    """compare.cu against CuPy's array operations on the same output, per element size:
+    a close output, one off by more than its tolerance, one with unwritten elements, one
+    with a NaN the kernel wrote, one NaN in both, and an exact check; several blocks."""
+    import cupy as cp
+    import numpy as np
+
+    from ncuflow.measure.compare import POISON_BITS, UINT, array_figures, compare, fused_figures
+    from ncuflow.spec.model import Check
+
+    rng = np.random.default_rng(7)
+    ref = rng.uniform(-1, 1, size=(1000, 1037))
+    close = ref * (1 + 1e-4 * rng.standard_normal(ref.shape))
+    far = close.copy()
+    far[3, 5] += 10.0
+    unwritten = close.astype(dtype)
+    unwritten.view(UINT[unwritten.itemsize])[7, 11:20] = POISON_BITS[unwritten.itemsize]
+    nan_written, both_nan, ref_nan = close.copy(), close.copy(), ref.copy()
+    nan_written[1, 2] = np.nan
+    both_nan[1, 2], ref_nan[1, 2] = np.nan, np.nan
+    cases = [(close, ref), (far, ref), (unwritten, ref), (nan_written, ref), (both_nan, ref_nan)]
+    for check in (Check("rel_fro", {dtype: 1e-2}), Check("exact", {}), None):
+        for out, expected in cases:
+            device_out = cp.asarray(np.asarray(out).astype(dtype))
+            device_ref = cp.asarray(expected)
+            fused = compare("C", device_out, device_ref, check, dtype)
+            by_arrays = compare("C", device_out, device_ref, check, dtype, fused=False)
+            assert (fused.ok, fused.message) == (by_arrays.ok, by_arrays.message)
+            for a, b in ((fused.rel_error, by_arrays.rel_error),
+                         (fused.max_abs_error, by_arrays.max_abs_error)):  # fmt: skip
+                assert (a is None and b is None) or np.isclose(a, b, rtol=1e-12, equal_nan=True)
+    both = fused_figures(cp.asarray(both_nan.astype(dtype)), cp.asarray(ref_nan))
+    arrays = array_figures(cp.asarray(both_nan.astype(dtype)), cp.asarray(ref_nan), True)
+    assert both is not None and both.unequal == arrays.unequal == 1
+    assert np.isnan(both.max_abs) and np.isnan(arrays.max_abs)

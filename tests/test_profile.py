@@ -17,6 +17,7 @@ from ncuflow.ncu import (
     NcuSettings,
     ProfileFailed,
     available_metrics,
+    export_csv,
     find_ncu,
     ncu_command,
     run_ncu,
@@ -86,6 +87,27 @@ def test_ncu_failure_shows_ncu_errors(tmp_path: Path) -> None:
 def test_ncu_success_returns_seconds(tmp_path: Path) -> None:
     assert run_ncu([_fake_ncu(tmp_path, "==PROF== Report: x", 0)], lambda line: None) >= 0
     assert os.access(tmp_path / "ncu", os.X_OK)
+
+
+def test_a_report_is_exported_beside_its_reading_and_a_failed_export_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """export_csv starts ncu and returns at once; its waiter puts the CSV in place whole, or
+    raises with ncu's errors and leaves no file, whole or partial."""
+    out = tmp_path / "chunk.csv"
+    ncu = tmp_path / "ncu"
+    ncu.write_text('#!/bin/sh\nsleep 0.3\necho \'"ID","Kernel Name"\'\n')
+    ncu.chmod(ncu.stat().st_mode | stat.S_IXUSR)
+    started = time.monotonic()
+    exported = export_csv(str(ncu), tmp_path / "chunk.ncu-rep", out)
+    assert time.monotonic() - started < 0.25 and not out.exists()  # not waited for
+    exported()
+    assert out.read_text() == '"ID","Kernel Name"\n'
+    out.unlink()
+    ncu.write_text("#!/bin/sh\necho partial\necho '==ERROR== cannot read the report' >&2\nexit 1\n")
+    with pytest.raises(NcuflowError, match=r"could not export .*cannot read the report"):
+        export_csv(str(ncu), tmp_path / "chunk.ncu-rep", out)()
+    assert list(tmp_path.glob("chunk.csv*")) == []
 
 
 def test_metrics_this_gpu_lacks_are_not_asked_for(tmp_path: Path) -> None:

@@ -6,8 +6,9 @@ NVRTC options (tunables, element types; not the include folders' paths nor the f
 fingerprint, which changes with any of its kernels), the architecture and NVRTC's version.
 A rerun after editing one kernel therefore compiles only that kernel's configurations. It
 also writes an index per experiment, from each configuration's variant and options (as the
-GPU path builds them) to its cubin; a GPU job given the index (``COMPILED_ENV``) loads the cubin
-where the index has one for this GPU's architecture, and compiles with CuPy otherwise.
+GPU path builds them) to its cubin, and of the harness's own kernels (HELPERS: the check,
+the gate, the L2 flush) to theirs; a GPU job given the index (``COMPILED_ENV``) loads the
+cubin where the index has one for this GPU's architecture, and compiles with CuPy otherwise.
 """
 
 from __future__ import annotations
@@ -31,6 +32,17 @@ if TYPE_CHECKING:
 
 # CuPy adds -ftz=true to what it compiles; so does the compile stage, for the same binary
 CUPY_DEFAULTS = ("-ftz=true",)
+# The harness's own kernels every GPU job loads (measure/<name>.cu), built ahead with an
+# experiment's configurations: compiled in the job, each took NVRTC's time while the job
+# held the GPU (the check's array operations, about ten kernels, seconds on an empty cache).
+HELPERS = ("compare", "gate", "l2_flush")
+HELPER_OPTIONS = ("-std=c++17",)
+HELPERS_DIR = Path(__file__).parents[1] / "measure"
+
+
+def helper_source(name: str) -> str:
+    """One of the harness's own CUDA sources (measure/: compare, gate, l2_flush, pad_rows)."""
+    return (HELPERS_DIR / f"{name}.cu").read_text()
 
 
 def compile_options(
@@ -87,18 +99,33 @@ def _index(path: str) -> dict:
     return read_json(Path(path)) if Path(path).is_file() else {}
 
 
+def _given_index(arch: str | None, capability: str) -> tuple[str, dict, str]:
+    """The index this job was given (its file, its contents), or why it has none for a
+    build of ``arch`` (None: this GPU's) on a GPU of compute ``capability`` ('90')."""
+    named = os.environ.get(COMPILED_ENV)
+    if not named:
+        return "", {}, "this job was given no compile stage index"
+    index = _index(named)
+    wanted = arch or f"sm_{capability}"
+    if arch is None and index.get("arch") != wanted:
+        return named, {}, f"the compile stage built for {index.get('arch')}, this GPU runs {wanted}"
+    return named, index, ""
+
+
+def compiled_helper(name: str, capability: str) -> Path | None:
+    """The compile stage's cubin of one of HELPERS for this GPU, where this job has one."""
+    cubin = _given_index(None, capability)[1].get("helpers", {}).get(name)
+    return Path(cubin) if cubin and Path(cubin).is_file() else None
+
+
 def compiled_cubin(
     options: Sequence[str], variant: Variant, capability: str
 ) -> tuple[Path | None, str]:
     """The compile stage's cubin of a configuration for a GPU of compute ``capability``
     ('90'), where the index this job was given has one; else None and why not."""
-    named = os.environ.get(COMPILED_ENV)
-    if not named:
-        return None, "this job was given no compile stage index"
-    index = _index(named)
-    wanted = variant.arch or f"sm_{capability}"
-    if variant.arch is None and index.get("arch") != wanted:
-        return None, f"the compile stage built for {index.get('arch')}, this GPU runs {wanted}"
+    named, index, why = _given_index(variant.arch, capability)
+    if why:
+        return None, why
     key, cubins = build_key(variant, options), index.get("cubins", {})
     cubin = cubins.get(key)
     if not cubin:

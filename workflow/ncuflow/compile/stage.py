@@ -17,7 +17,17 @@ from ..files import atomic_write
 from ..nvrtc import CompileFailed, bindings, compile_cubin, version
 from ..spec import load_variant
 from ..study.config import part_plan
-from .cubins import build_key, compile_options, cubin_name, nvrtc_options, source_digest
+from .cubins import (
+    CUPY_DEFAULTS,
+    HELPER_OPTIONS,
+    HELPERS,
+    build_key,
+    compile_options,
+    cubin_name,
+    helper_source,
+    nvrtc_options,
+    source_digest,
+)
 
 
 def gpu_arch() -> str | None:
@@ -58,9 +68,18 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
     cache.mkdir(parents=True, exist_ok=True)
     entries: dict[str, str] = {}
     pending: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
+    helpers: dict[str, str] = {}
     for variant_plan, part in jobs:
         plan = part_plan(variant_plan, part)
         family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
+        if variant.runs_on == "gpu" and not helpers:  # a GPU job checks, gates and flushes
+            for name in HELPERS:
+                source = helper_source(name)
+                options = (*HELPER_OPTIONS, *CUPY_DEFAULTS, f"--gpu-architecture={arch}")
+                path = cache / cubin_name(source, options, arch, nvrtc)
+                helpers[name] = str(path.resolve())
+                if not path.is_file():
+                    pending[str(path)] = (source, f"{name}.cu", options, str(path))
         if not variant.is_cuda:
             continue
         sources = source_digest(variant)
@@ -72,13 +91,17 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
                 # named as CuPy names a source, which source lines read as the variant's own
                 pending[str(path)] = (variant.source, f"{variant.path.stem}.cubin.cu",
                                       nvrtc_options(options, variant, arch), str(path))  # fmt: skip
-    log(f"{len(entries)} builds for {arch} (NVRTC {nvrtc}): {len(entries) - len(pending)} "
-        f"in the cache, {len(pending)} to compile on {workers} processes")  # fmt: skip
+    builds = len(entries) + len(helpers)
+    log(f"{len(entries)} builds for {arch} (NVRTC {nvrtc}) and {len(helpers)} of the harness: "
+        f"{builds - len(pending)} in the cache, {len(pending)} to compile on {workers} "
+        "processes")  # fmt: skip
     refused = _compile_all(list(pending.values()), workers)
     for out, why in refused.items():
         log(f"NVRTC refused {Path(out).name} ({why}): the GPU job compiles it and says why")
         entries = {k: v for k, v in entries.items() if v != str(Path(out).resolve())}
-    atomic_write(index, json.dumps({"arch": arch, "nvrtc": nvrtc, "cubins": entries}, indent=1))
+        helpers = {k: v for k, v in helpers.items() if v != str(Path(out).resolve())}
+    atomic_write(index, json.dumps({"arch": arch, "nvrtc": nvrtc, "cubins": entries,
+                                    "helpers": helpers}, indent=1))  # fmt: skip
     log(f"compiled in {time.perf_counter() - started:.1f} s")
 
 

@@ -8,12 +8,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..compile.cubins import compile_options, compiled_cubin
+from ..compile.cubins import (
+    HELPER_OPTIONS,
+    compile_options,
+    compiled_cubin,
+    compiled_helper,
+    helper_source,
+)
 from ..errors import NcuflowError
 from ..gpu import cuda_errors, cupy
 from ..plan import ConfigRow
@@ -25,15 +30,20 @@ if TYPE_CHECKING:
     from .problem import Problem
 from .tma import TensorMapError, encode
 
-HERE = Path(__file__).parent
 # The unsigned C type of each element size (the row copy moves bits, whatever the dtype).
 UNSIGNED = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long",
             16: "uint4"}  # fmt: skip
 
 
-def helper_source(name: str) -> str:
-    """One of the harness's own CUDA sources beside this module (l2_flush, gate, pad_rows)."""
-    return (HERE / f"{name}.cu").read_text()
+@functools.cache
+def helper_module(name: str) -> Any:
+    """One of the harness's own kernels (compile.cubins.HELPERS) loaded: the compile stage's
+    cubin for this GPU where this job was given one, else compiled here (CuPy caches it)."""
+    cp = cupy()
+    cubin = compiled_helper(name, cp.cuda.Device().compute_capability)
+    if cubin is not None:
+        return cp.RawModule(path=str(cubin))
+    return cp.RawModule(code=helper_source(name), options=HELPER_OPTIONS)
 
 
 class LaunchRefused(NcuflowError):

@@ -21,7 +21,8 @@ import numpy as np
 from ..errors import NcuflowError
 from ..gpu import cupy
 from ..plan import ConfigRow, Plan
-from ..spec.model import FLOAT_DTYPES, Check, Tensor, Variant, pad_step, storage_dtype
+from ..spec.model import FLOAT_DTYPES, Tensor, Variant, pad_step, storage_dtype
+from .compare import POISON_BITS, UINT, Outcome, array_module, compare, moved_to
 
 if TYPE_CHECKING:
     from ..spec.family import Family
@@ -31,16 +32,6 @@ if TYPE_CHECKING:
 DEFAULT_FLOAT_DRAW = ("uniform", (-1.0, 1.0))
 DEFAULT_INT_DRAW = ("integers", (-100.0, 100.0))
 DEFAULT_UINT_DRAW = ("integers", (0.0, 100.0))
-# The poison of floating outputs: a NaN with a payload no arithmetic produces (a computed
-# NaN is the canonical quiet one), so that "never written" and "NaN written" stay apart.
-POISON_BITS = {2: 0x7D5A, 4: 0x7FA5A5A5, 8: 0x7FF4A5A5A5A5A5A5}
-_UINT = {2: "uint16", 4: "uint32", 8: "uint64"}
-
-
-def poisoned(out: Any) -> Any:
-    """Where a floating output still holds the poison (a boolean array)."""
-    size = np.dtype(out.dtype).itemsize
-    return out.view(_UINT[size]) == POISON_BITS[size]
 
 
 def numpy_dtype(dtype: str) -> np.dtype:
@@ -110,82 +101,6 @@ def call_with(fn: Callable[..., Any], available: Mapping[str, Any]) -> Any:
             f"available: {', '.join(available)}"
         )
     return fn(**{n: available[n] for n in params if n in available})
-
-
-def array_module(array: Any) -> Any:
-    """cupy for an array in device memory, numpy otherwise (page-locked ones included)."""
-    if hasattr(array, "__cuda_array_interface__"):
-        import cupy
-
-        return cupy
-    return np
-
-
-def _on(xp: Any, array: Any) -> Any:
-    """``array`` moved to the module ``xp`` (a NumPy reference checks a CuPy output)."""
-    if array_module(array) is xp:
-        return array
-    return xp.asarray(array) if xp is not np else array.get()
-
-
-@dataclass
-class Outcome:
-    """The check of one configuration's outputs."""
-
-    ok: bool
-    message: str
-    rel_error: float | None
-    max_abs_error: float | None
-
-
-def compare(name: str, out: Any, ref: Any, check: Check | None, dtype: str) -> Outcome:
-    """One output against its reference: never-written elements first, then the check
-    (``rel_fro``, ``max_abs`` or ``exact``); the relative Frobenius and largest absolute
-    errors are measured whatever the check."""
-    xp = array_module(out)
-    ref = _on(xp, ref)
-    if tuple(out.shape) != tuple(ref.shape):
-        return Outcome(
-            False, f"reference {name} has shape {ref.shape}, output {out.shape}", None, None
-        )
-    if np.dtype(out.dtype).kind == "f":
-        unwritten = poisoned(out)
-        count = int(unwritten.sum())
-        if count:
-            return Outcome(
-                False, f"{count} of {out.size} elements of {name} never written", None, None
-            )
-        bad = int((~xp.isfinite(out) & xp.isfinite(ref)).sum())
-        if bad:
-            return Outcome(
-                False, f"{bad} of {out.size} elements of {name} are NaN or Inf written by the "
-                "kernel where the reference is finite", None, None,
-            )  # fmt: skip
-    diff = out.astype(xp.float64) - ref.astype(xp.float64)
-    scale = float(xp.linalg.norm(ref.astype(xp.float64).ravel())) or 1.0
-    rel = float(xp.linalg.norm(diff.ravel())) / scale if diff.size else 0.0
-    max_abs = float(xp.abs(diff).max()) if diff.size else 0.0
-    if check is None:
-        return Outcome(True, "", rel, max_abs)
-    limit = check.limit(dtype)
-    if check.kind == "exact":
-        wrong = int((out != ref).sum())
-        ok = wrong == 0
-        message = (
-            ""
-            if ok
-            else (
-                f"{wrong} of {out.size} elements of {name} differ from the reference "
-                f"(largest difference {max_abs:.6g})"
-            )
-        )
-    elif check.kind == "max_abs":
-        ok = max_abs <= limit
-        message = "" if ok else f"largest absolute error {max_abs:.3g} of {name} exceeds {limit:g}"
-    else:
-        ok = rel <= limit
-        message = "" if ok else f"relative error {rel:.3g} of {name} exceeds {limit:g}"
-    return Outcome(ok, message, rel, max_abs)
 
 
 class Problem:
@@ -287,7 +202,9 @@ class Problem:
         inputs), floating ones in float64; it may also name dimensions and scalars."""
         xp = self.xp
         values = {
-            name: _on(xp, a).astype(xp.float64) if np.dtype(a.dtype).kind == "f" else _on(xp, a)
+            name: moved_to(xp, a).astype(xp.float64)
+            if np.dtype(a.dtype).kind == "f"
+            else moved_to(xp, a)
             for name, a in self.read.items()
         }
         available = {**values, **self.dims, **{k: float(v) if isinstance(v, np.floating) else int(v)
@@ -352,7 +269,7 @@ class Problem:
                 continue
             kind = np.dtype(out.dtype)
             if kind.kind == "f":
-                out.view(_UINT[kind.itemsize]).fill(POISON_BITS[kind.itemsize])
+                out.view(UINT[kind.itemsize]).fill(POISON_BITS[kind.itemsize])
             else:
                 out.fill(np.iinfo(kind).min)
 

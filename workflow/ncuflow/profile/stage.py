@@ -121,8 +121,9 @@ class NcuProfiler:
         """A profiled chunk's values and raw CSV, from its report."""
         started = time.perf_counter()
         report = base.with_suffix(".ncu-rep")
+        exported = export_csv(self.ncu, report, base.with_suffix(".csv"))
         write_long(read_report(report), base.with_suffix(".parquet"))
-        export_csv(self.ncu, report, base.with_suffix(".csv"))
+        exported()
         self.log(f"{base.name}: its report read and exported in "
                  f"{time.perf_counter() - started:.1f} s")  # fmt: skip
 
