@@ -3,8 +3,9 @@
 # it) and no GPU, into .snakemake/ncuflow/cubins/, named by a hash of the source, what it
 # includes, the options, the architecture (this machine's first GPU's) and NVRTC's
 # version: only what the cache lacks is compiled, so a rerun after editing one kernel
-# compiles only its configurations. compiled.json maps each configuration's options to
-# its cubin; the measure and profile jobs load those instead of compiling (without NVRTC's
+# compiles only its configurations. The harness's own kernels (the check, the gate, the L2
+# flush) are built with them. compiled.json maps each configuration's options to its
+# cubin; the measure and profile jobs load those instead of compiling (without NVRTC's
 # Python bindings or a GPU here, it is empty and they compile, as before).
 
 
