@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, minimal_config
+from ncuflow.compile import cubins
 from ncuflow.compile.cubins import (
     HELPERS,
     build_key,
     compile_options,
     compiled_cubin,
     compiled_helper,
+    helper_build,
 )
 from ncuflow.compile.stage import compile_stage
 from ncuflow.nvrtc import bindings
@@ -97,14 +99,16 @@ def test_a_gpu_job_loads_the_cubin_of_its_options_for_its_architecture(
     cubin = tmp_path / "x.cubin"
     cubin.write_bytes(b"\x7fELF")
     index = tmp_path / "compiled.json"
-    index.write_text(json.dumps({"arch": "sm_90", "helpers": {"gate": str(cubin)},
+    gate = tmp_path / helper_build("gate", "sm_90", "13.0")[2]  # as the stage names it
+    gate.write_bytes(b"\x7fELF")
+    index.write_text(json.dumps({"arch": "sm_90", "nvrtc": "13.0", "helpers": {"gate": str(gate)},
                                  "cubins": {build_key(variant, options): str(cubin)}}))  # fmt: skip
     assert compiled_cubin(options, variant, "90") == (
         None, "this job was given no compile stage index")  # fmt: skip
     assert compiled_helper("gate", "90") is None
     monkeypatch.setenv(COMPILED_ENV, str(index))
     assert compiled_cubin(options, variant, "90") == (cubin, "")
-    assert compiled_helper("gate", "90") == cubin
+    assert compiled_helper("gate", "90") == gate
     assert compiled_helper("gate", "100") is None  # built for another architecture
     assert compiled_helper("compare", "90") is None  # not in the index: compiled in the job
     # the toolkit's headers found by another path: the same build
@@ -122,3 +126,21 @@ def test_a_gpu_job_loads_the_cubin_of_its_options_for_its_architecture(
     assert compiled_cubin(options, own, "90") == (cubin, "")
     cubin.unlink()
     assert compiled_cubin(options, variant, "90")[1].endswith("x.cubin is missing")
+
+
+def test_a_helper_edited_since_its_build_is_compiled_in_the_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compile stage does not run again when only a harness kernel's source changes:
+    a GPU job then finds that the index's build is of another source, and compiles it."""
+    helpers = tmp_path / "measure"
+    helpers.mkdir()
+    for name in HELPERS:
+        shutil.copy2(cubins.HELPERS_DIR / f"{name}.cu", helpers)
+    monkeypatch.setattr(cubins, "HELPERS_DIR", helpers)
+    index, _ = _compile(tmp_path, ROOT / "kernels")
+    monkeypatch.setenv(COMPILED_ENV, str(tmp_path / "compiled.json"))
+    assert compiled_helper("gate", "90") == Path(index["helpers"]["gate"])
+    (helpers / "gate.cu").write_text((helpers / "gate.cu").read_text() + "\n// edited\n")
+    assert compiled_helper("gate", "90") is None
+    assert compiled_helper("compare", "90") == Path(index["helpers"]["compare"])

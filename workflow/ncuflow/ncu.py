@@ -231,6 +231,9 @@ def export_csv(ncu: str, report: Path, csv_path: Path) -> Callable[[], None]:
     def wait() -> None:
         try:
             _, errors = proc.communicate()
+        except BaseException:  # interrupted: no partial file stays behind
+            partial.unlink(missing_ok=True)
+            raise
         finally:
             stop(proc)
         if proc.returncode != 0:

@@ -45,6 +45,14 @@ def helper_source(name: str) -> str:
     return (HELPERS_DIR / f"{name}.cu").read_text()
 
 
+def helper_build(name: str, arch: str, nvrtc: str) -> tuple[str, tuple[str, ...], str]:
+    """What the compile stage builds of one of HELPERS: its source, NVRTC's options and the
+    cache's file name (a hash of both, the architecture and NVRTC's version)."""
+    source = helper_source(name)
+    options = (*HELPER_OPTIONS, *CUPY_DEFAULTS, f"--gpu-architecture={arch}")
+    return source, options, cubin_name(source, options, arch, nvrtc)
+
+
 def compile_options(
     family: Family, variant: Variant, params: dict[str, int], dtypes: tuple[str, str]
 ) -> tuple[str, ...]:
@@ -113,9 +121,15 @@ def _given_index(arch: str | None, capability: str) -> tuple[str, dict, str]:
 
 
 def compiled_helper(name: str, capability: str) -> Path | None:
-    """The compile stage's cubin of one of HELPERS for this GPU, where this job has one."""
-    cubin = _given_index(None, capability)[1].get("helpers", {}).get(name)
-    return Path(cubin) if cubin and Path(cubin).is_file() else None
+    """The compile stage's cubin of one of HELPERS for this GPU, where this job has one of
+    its source as it is now (the compile stage does not run again when only a helper's
+    source changes: its index may name the build of an older one)."""
+    index = _given_index(None, capability)[1]
+    cubin = index.get("helpers", {}).get(name)
+    if not cubin or not Path(cubin).is_file():
+        return None
+    current = helper_build(name, index["arch"], index.get("nvrtc", ""))[2]
+    return Path(cubin) if Path(cubin).name == current else None
 
 
 def compiled_cubin(

@@ -18,13 +18,11 @@ from ..nvrtc import CompileFailed, bindings, compile_cubin, version
 from ..spec import load_variant
 from ..study.config import part_plan
 from .cubins import (
-    CUPY_DEFAULTS,
-    HELPER_OPTIONS,
     HELPERS,
     build_key,
     compile_options,
     cubin_name,
-    helper_source,
+    helper_build,
     nvrtc_options,
     source_digest,
 )
@@ -74,9 +72,8 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
         family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
         if variant.runs_on == "gpu" and not helpers:  # a GPU job checks, gates and flushes
             for name in HELPERS:
-                source = helper_source(name)
-                options = (*HELPER_OPTIONS, *CUPY_DEFAULTS, f"--gpu-architecture={arch}")
-                path = cache / cubin_name(source, options, arch, nvrtc)
+                source, options, file_name = helper_build(name, arch, nvrtc)
+                path = cache / file_name
                 helpers[name] = str(path.resolve())
                 if not path.is_file():
                     pending[str(path)] = (source, f"{name}.cu", options, str(path))

@@ -36,14 +36,18 @@ UNSIGNED = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsi
 
 
 @functools.cache
-def helper_module(name: str) -> Any:
-    """One of the harness's own kernels (compile.cubins.HELPERS) loaded: the compile stage's
-    cubin for this GPU where this job was given one, else compiled here (CuPy caches it)."""
+def helper_kernel(name: str, kernel: str) -> Any:
+    """A kernel of one of the harness's own sources (compile.cubins.HELPERS), loaded from the
+    compile stage's cubin for this GPU where this job was given one, else compiled here
+    (CuPy caches it), as it is where the cubin does not load (a driver older than NVRTC)."""
     cp = cupy()
     cubin = compiled_helper(name, cp.cuda.Device().compute_capability)
     if cubin is not None:
-        return cp.RawModule(path=str(cubin))
-    return cp.RawModule(code=helper_source(name), options=HELPER_OPTIONS)
+        try:
+            return cp.RawModule(path=str(cubin)).get_function(kernel)
+        except cuda_errors():
+            pass
+    return cp.RawModule(code=helper_source(name), options=HELPER_OPTIONS).get_function(kernel)
 
 
 class LaunchRefused(NcuflowError):

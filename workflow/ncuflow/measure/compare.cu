@@ -28,6 +28,7 @@ __device__ double nan_max(double a, double b) { return (b != b || b > a) ? b : a
 template <typename Bits>
 __device__ void compare(const Bits* __restrict__ out, const double* __restrict__ ref,
                         unsigned long long n, Bits poison, double* __restrict__ partial) {
+  if (blockDim.x != kThreads) __trap();  // the reduction below reads kThreads entries
   double figures[kFigures] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * kThreads;
   for (unsigned long long i = blockIdx.x * kThreads + threadIdx.x; i < n; i += stride) {

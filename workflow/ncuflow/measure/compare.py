@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from ..spec.model import Check
-from .build import helper_module
+from .build import helper_kernel
 
 # The poison of floating outputs: a NaN with a payload no arithmetic produces (a computed
 # NaN is the canonical quiet one), so that "never written" and "NaN written" stay apart.
 POISON_BITS = {2: 0x7D5A, 4: 0x7FA5A5A5, 8: 0x7FF4A5A5A5A5A5A5}
 UINT = {2: "uint16", 4: "uint32", 8: "uint64"}
-COMPARE_THREADS = 256  # compare.cu's block
+COMPARE_THREADS = 256  # compare.cu's kThreads: the kernel traps on any other block size
 COMPARE_BLOCKS = 1024  # at most: each block's partial figures come back to the host
 
 
@@ -79,7 +79,7 @@ def fused_figures(out: Any, ref: Any) -> Figures | None:
     cp = array_module(out)
     blocks = max(1, min(-(-out.size // COMPARE_THREADS), COMPARE_BLOCKS))
     partial = cp.empty((blocks, 6), dtype=cp.float64)
-    kernel = helper_module("compare").get_function(f"ncuflow_compare_{kind.itemsize}")
+    kernel = helper_kernel("compare", f"ncuflow_compare_{kind.itemsize}")
     poison = np.dtype(UINT[kind.itemsize]).type(POISON_BITS[kind.itemsize])
     kernel((blocks,), (COMPARE_THREADS,),
            (out.view(UINT[kind.itemsize]), ref, np.uint64(out.size), poison, partial))  # fmt: skip

@@ -122,8 +122,10 @@ class NcuProfiler:
         started = time.perf_counter()
         report = base.with_suffix(".ncu-rep")
         exported = export_csv(self.ncu, report, base.with_suffix(".csv"))
-        write_long(read_report(report), base.with_suffix(".parquet"))
-        exported()
+        try:
+            write_long(read_report(report), base.with_suffix(".parquet"))
+        finally:  # the export ends, and its temporary file goes, whatever the reading did
+            exported()
         self.log(f"{base.name}: its report read and exported in "
                  f"{time.perf_counter() - started:.1f} s")  # fmt: skip
 
