@@ -3,10 +3,11 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import ROOT, minimal_config
 from ncuflow.errors import ConfigError, NcuflowError
-from ncuflow.files import read_config
+from ncuflow.files import compose_yaml, load_yaml, read_config
 from ncuflow.study.config import load_study, part_plan
 from ncuflow.vocab import PENDING, SKIPPED
 
@@ -164,3 +165,31 @@ def test_a_host_variant_holds_no_gpu() -> None:
     study = load_study(read_config(ROOT / "config.yaml"), ROOT)
     assert study.gpus("matmul_ladder", "cpu_blas") == 0  # runs beside the GPU jobs
     assert study.gpus("matmul_ladder", "naive") == study.gpus("conv", "cudnn") == 1
+
+
+def _nodes(node: yaml.Node) -> list[tuple[str, int, str]]:
+    """Each node of a composed YAML text: its tag, line and (a scalar's) value."""
+    found, pending = [], [node]
+    while pending:
+        current = pending.pop()
+        value = current.value if isinstance(current, yaml.ScalarNode) else ""
+        found.append((current.tag, current.start_mark.line, value))
+        if isinstance(current, yaml.MappingNode):
+            pending += [child for pair in current.value for child in pair]
+        elif isinstance(current, yaml.SequenceNode):
+            pending += current.value
+    return found
+
+
+def test_the_fast_yaml_parser_reads_every_yaml_file_as_pyyaml_does() -> None:
+    """libyaml's parser (where PyYAML has it) gives the values, tags and lines of the pure
+    Python one for every YAML file of the repository; a text it refuses, the same error."""
+    paths = [*ROOT.glob("*.yaml"), *ROOT.glob("experiments/*.yaml"),
+             *ROOT.glob("benchmarks/*.yaml"), *ROOT.glob("kernels/*/family.yaml")]  # fmt: skip
+    assert len(paths) > 10
+    for path in paths:
+        text = path.read_text()
+        assert load_yaml(text) == yaml.safe_load(text), path
+        assert _nodes(compose_yaml(text)) == _nodes(yaml.compose(text, Loader=yaml.SafeLoader))
+    with pytest.raises(yaml.YAMLError, match="while parsing a flow mapping"):
+        load_yaml("a: {b: 1\n")

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, SpecError
-from ..files import duplicate_keys, read_text
+from ..files import duplicate_keys, load_yaml, read_text
 
 _FRONT_MATTER = re.compile(r"/\*---\s*\n(.*?)\n---\*/", re.DOTALL)
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -29,7 +29,7 @@ def read_yaml(path: Path, text: str) -> dict[str, Any]:
                 if "mapping values are not allowed" in exc.problem else "")  # fmt: skip
         raise SpecError(f"{where}{exc.problem}{hint}") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: invalid YAML: {exc}") from None
     if not isinstance(data, dict):
