@@ -63,6 +63,16 @@ def info(folder: Path) -> dict[str, Any]:
     return read_json(folder / CAPTURE_INFO, "a capture's provenance", DAMAGED)
 
 
+def run_command(command: str, run: dict[str, Any]) -> str:
+    """``command`` (``snakemake ...``) with the cores and GPUs the run had, as its run.json
+    records them (the capture is saved after the run, by a command that cannot know them)."""
+    given = [f"--cores {run['cores']}"] if run.get("cores") else []
+    if (run.get("gpus") or 1) > 1:
+        given.append(f"--resources gpu={run['gpus']}")
+    program, _, rest = command.partition(" ")
+    return " ".join([program, *given, rest])
+
+
 def save_capture(
     results: Path, root: Path, name: str, jobs: Iterable[tuple[str, str, Sequence[str]]],
     command: str, ncu: dict[str, Any],
@@ -114,5 +124,6 @@ def save_capture(
     }
     if (results / RUN).is_file():  # how long the run took, where it recorded it
         meta["run"] = read_json(results / RUN, "the run's wall times")
+        meta["command"] = run_command(command, meta["run"])
     (folder / CAPTURE_INFO).write_text(json.dumps(meta, indent=1) + "\n")
     return folder
