@@ -35,10 +35,16 @@ def local_path(path: Path | str) -> Path:
     return absolute.relative_to(here) if absolute.is_relative_to(here) else absolute
 
 
+def temporary_beside(path: Path) -> Path:
+    """A hidden file beside ``path``, this process's and thread's own, to write in full
+    before it is renamed over ``path``."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
 def atomic_write(path: Path, text: str | bytes) -> None:
     """Write a file (text, or bytes as they are) so that no reader ever sees it
     half-written: a temporary file beside it, flushed to disk, then renamed over it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp = temporary_beside(path)
     with open(tmp, "wb" if isinstance(text, bytes) else "w") as handle:
         handle.write(text)
         handle.flush()

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import Any
 
 from .children import spawn, stop
 from .errors import NcuflowError
-from .files import atomic_write
+from .files import atomic_write, temporary_beside
 from .metrics import base_name
 from .vocab import NVTX_PREFIX, RUN_LOCK_ENV
 
@@ -224,7 +223,7 @@ def export_csv(ncu: str, report: Path, csv_path: Path) -> Callable[[], None]:
     an ncu process of its own (0.7 s on an H100), so that the caller reads the report
     meanwhile; the call returned waits for it, and raises if ncu failed."""
     command = [ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]
-    partial = csv_path.with_name(f"{csv_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    partial = temporary_beside(csv_path)
     with partial.open("w") as out:
         proc = spawn(command, stdout=out, stderr=subprocess.PIPE, text=True)
 

@@ -11,9 +11,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .errors import ConfigError, key_path
+from .files import load_yaml
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 CONFIG, FAMILY, VARIANT = (SCHEMAS / f"{n}.schema.yaml" for n in ("config", "family", "variant"))
@@ -78,7 +77,7 @@ def _message(err: Any) -> ConfigError:
 
 @functools.cache
 def load(schema: Path) -> dict[str, Any]:
-    return yaml.safe_load(schema.read_text())
+    return load_yaml(schema.read_text())
 
 
 @functools.cache
