@@ -3,6 +3,7 @@ CUDA device with CuPy and ncu (CI); run them on the GPU machine with `pytest -m 
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -21,6 +22,9 @@ sys.path.insert(0, str(ROOT / "workflow"))
 os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [str(ROOT / "workflow"), os.environ.get("PYTHONPATH")])
 )
+# the user's cache (files.user_cache) stays untouched: a folder of this session's own
+os.environ["NCUFLOW_CACHE"] = tempfile.mkdtemp(prefix="ncuflow-cache-")
+atexit.register(shutil.rmtree, os.environ["NCUFLOW_CACHE"], True)
 
 from ncuflow.gpu import cuda_device  # noqa: E402
 

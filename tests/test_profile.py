@@ -27,7 +27,7 @@ from ncuflow.profile.long_table import write_long
 from ncuflow.profile.members import Member
 from ncuflow.profile.stage import profile_stage, tier_sections
 from ncuflow.profile.worker import worker_command
-from ncuflow.vocab import RUN_LOCK_ENV, split_target
+from ncuflow.vocab import USER_CACHE_ENV, split_target
 
 
 def test_one_command_profiles_every_configuration_range() -> None:
@@ -127,23 +127,28 @@ def test_metrics_this_gpu_lacks_are_not_asked_for(tmp_path: Path) -> None:
     assert "sm__ops_path_tensor_src_fp8.sum" in logged[0]
 
 
-def test_a_run_asks_ncu_for_its_metrics_once(
+def test_a_machine_asks_ncu_for_its_metrics_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Within a run (its lock named in the environment) the listing is kept for the next
-    jobs; without one, every call asks ncu."""
+    """The listing is kept in the user's cache for every later job and run on the machine;
+    another ncu (a new file there) is asked again; an unwritable cache only costs time."""
     calls = tmp_path / "calls"
     path = tmp_path / "ncu"
     path.write_text(f"#!/bin/sh\necho x >> {calls}\nprintf 'dram__bytes  words\\n'\n")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    for _ in range(2):
-        assert available_metrics(str(path), ["dram__bytes.sum"], print) == ["dram__bytes.sum"]
-    assert len(calls.read_text().split()) == 2
-    monkeypatch.setenv(RUN_LOCK_ENV, str(tmp_path / ".snakemake" / "ncuflow" / "run.lock"))
+    monkeypatch.setenv(USER_CACHE_ENV, str(tmp_path / "cache"))
     for _ in range(3):
         assert available_metrics(str(path), ["dram__bytes.sum"], print) == ["dram__bytes.sum"]
-    assert len(calls.read_text().split()) == 3
-    assert len(list((tmp_path / ".snakemake" / "ncuflow" / "ncu-metrics").iterdir())) == 1
+    assert len(calls.read_text().split()) == 1
+    assert len(list((tmp_path / "cache" / "ncu-metrics").iterdir())) == 1
+    os.utime(path, ns=(0, 0))  # ncu replaced by another
+    assert available_metrics(str(path), ["dram__bytes.sum"], print) == ["dram__bytes.sum"]
+    assert len(calls.read_text().split()) == 2
+    (tmp_path / "blocked").write_text("a file, not a folder")
+    monkeypatch.setenv(USER_CACHE_ENV, str(tmp_path / "blocked"))
+    for _ in range(2):
+        assert available_metrics(str(path), ["dram__bytes.sum"], print) == ["dram__bytes.sum"]
+    assert len(calls.read_text().split()) == 4
 
 
 def test_an_ncu_that_hangs_is_killed_at_its_limit(tmp_path: Path) -> None:

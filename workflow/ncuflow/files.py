@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError, NcuflowError, key_path
+from .vocab import USER_CACHE_ENV
 
 
 def read_text(path: Path) -> str:
@@ -39,6 +40,16 @@ def temporary_beside(path: Path) -> Path:
     """A hidden file beside ``path``, this process's and thread's own, to write in full
     before it is renamed over ``path``."""
     return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def user_cache(name: str) -> Path:
+    """The folder ``name`` of this user's ncuflow cache: what may be kept across runs and
+    working folders (what the machine's ncu knows, say)."""
+    root = os.environ.get(USER_CACHE_ENV)
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        root = Path(base) / "ncuflow"
+    return Path(root) / name
 
 
 def atomic_write(path: Path, text: str | bytes) -> None:

@@ -21,9 +21,9 @@ from typing import Any
 
 from .children import spawn, stop
 from .errors import NcuflowError
-from .files import atomic_write, temporary_beside
+from .files import atomic_write, temporary_beside, user_cache
 from .metrics import base_name
-from .vocab import NVTX_PREFIX, RUN_LOCK_ENV
+from .vocab import NVTX_PREFIX
 
 PERMISSION_HELP = (
     "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): the driver lets "
@@ -123,24 +123,28 @@ def installed_sections(ncu_path: str) -> tuple[str, ...] | None:
 
 
 def _metric_listing(ncu: str) -> str:
-    """What ``ncu --query-metrics`` prints (1.2 s on an H100, once per profile job before):
-    kept for a run's later jobs beside its lock (.snakemake/ncuflow/ncu-metrics/), named by
-    ncu's file and the machine's GPUs, where a run set one."""
-    run_lock = os.environ.get(RUN_LOCK_ENV)
-    gpus = sorted(p.read_text() for p in Path("/proc/driver/nvidia/gpus").glob("*/information"))
-    found = Path(ncu).resolve()
-    key = json.dumps([str(found), found.stat().st_mtime_ns, gpus,
-                      os.environ.get("CUDA_VISIBLE_DEVICES", "")])  # fmt: skip
-    name = f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.txt"
-    kept = Path(run_lock).parent / "ncu-metrics" / name if run_lock else None
-    if kept is not None and kept.is_file():
+    """What ``ncu --query-metrics`` prints (1.2 s on an H100): kept in this user's cache
+    (files.user_cache), named by ncu's file, the driver and the GPUs this process sees, so
+    that only a machine's first profile job asks. A cache that cannot be written is
+    skipped: ncu is asked each time, as before."""
+    found = Path(shutil.which(ncu) or ncu).resolve()
+    driver = Path("/proc/driver/nvidia")
+    facts = [str(found), found.stat().st_mtime_ns, os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+             (driver / "version").read_text() if (driver / "version").is_file() else "",
+             sorted(p.read_text() for p in driver.glob("gpus/*/information"))]  # fmt: skip
+    kept = user_cache("ncu-metrics") / (
+        hashlib.sha256(json.dumps(facts).encode()).hexdigest()[:16] + ".txt"
+    )
+    if kept.is_file():
         return kept.read_text()
     proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise NcuflowError(f"ncu --query-metrics failed: {proc.stderr.strip()[-2000:]}")
-    if kept is not None:
+    try:
         kept.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(kept, proc.stdout)
+    except OSError:
+        pass  # a read-only home, say: nothing is kept
     return proc.stdout
 
 

@@ -49,6 +49,9 @@ RUN_LOG_ENV = "NCUFLOW_RUN_LOG"  # where a run's stages append their wall times 
 COMPILED_ENV = "NCUFLOW_COMPILED"  # the compile stage's index, for a stage's workers
 CUBINS = ".snakemake/ncuflow/cubins"  # the compile stage's cache of cubins (compile.cubins)
 RUN_LOCK_ENV = "NCUFLOW_RUN_LOCK"  # the file a live run's processes hold (runlock)
+# the folder of this user's caches that outlive a working folder (files.user_cache);
+# unset: $XDG_CACHE_HOME/ncuflow, else ~/.cache/ncuflow
+USER_CACHE_ENV = "NCUFLOW_CACHE"
 JOURNAL_SUFFIX = ".partial.jsonl"  # beside measure.json while a job measures
 
 # ---- NVTX: the profile worker opens one range per configuration, named by this prefix
