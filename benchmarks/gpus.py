@@ -1,6 +1,8 @@
 """Benchmark: the same sweep on 1 GPU and on N GPUs of one host (``--resources gpu=N``),
-each from an empty working folder; prints each run's wall time, the speed-up over one GPU,
-whether every configuration ended with the same status, and which GPUs measured.
+each from an empty working folder with empty CuPy, Triton and ncuflow caches of its own (so
+that no run gains from the one before); prints each run's wall time as it ends, then the
+speed-up over the first, whether every configuration ended with the same status, and which
+GPUs measured.
 
     python benchmarks/gpus.py --gpus 1 2 [--configfile benchmarks/gpus.yaml] [--keep DIR]
 
@@ -10,6 +12,7 @@ Needs a machine with as many GPUs as the largest count, CuPy and ncu (mode gpu).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +23,9 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow"))
+
+from ncuflow.vocab import USER_CACHE_ENV  # noqa: E402
 
 
 def run(gpus: int, configfile: Path, cores: int, work: Path) -> tuple[float, pd.DataFrame]:
@@ -27,9 +33,12 @@ def run(gpus: int, configfile: Path, cores: int, work: Path) -> tuple[float, pd.
     command = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d",
                str(work), "--cores", str(cores), "--resources", f"gpu={gpus}",
                "--configfile", str(configfile), "--config", "mode=gpu"]  # fmt: skip
+    caches = {"CUPY_CACHE_DIR": "cupy", "TRITON_CACHE_DIR": "triton", USER_CACHE_ENV: "ncuflow"}
+    env = os.environ | {name: str(work / "caches" / folder) for name, folder in caches.items()}
     started = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True)
+    proc = subprocess.run(command, capture_output=True, text=True, env=env)
     wall_s = time.perf_counter() - started
+    print(f"{gpus} GPU(s): {wall_s:.1f} s", flush=True)
     if proc.returncode != 0:
         sys.exit(f"the run on {gpus} GPU(s) failed:\n{proc.stderr[-3000:]}")
     tables = [pd.read_parquet(t) for t in sorted(work.glob("results/*/table.parquet"))]
