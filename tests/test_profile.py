@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ROOT
 from ncuflow.errors import NcuflowError
+from ncuflow.files import user_cache
 from ncuflow.metrics import PRECISIONS, TENSOR, required_metrics
 from ncuflow.ncu import (
     PERMISSION_HELP,
@@ -149,6 +150,21 @@ def test_a_machine_asks_ncu_for_its_metrics_once(
     for _ in range(2):
         assert available_metrics(str(path), ["dram__bytes.sum"], print) == ["dram__bytes.sum"]
     assert len(calls.read_text().split()) == 4
+
+
+def test_the_user_cache_is_where_the_environment_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(USER_CACHE_ENV, str(tmp_path / "mine"))
+    assert user_cache("ncu-metrics") == tmp_path / "mine" / "ncu-metrics"
+    monkeypatch.delenv(USER_CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert user_cache("x") == tmp_path / "xdg" / "ncuflow" / "x"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert user_cache("x") == tmp_path / "home" / ".cache" / "ncuflow" / "x"
+    monkeypatch.setattr(Path, "home", lambda: (_ for _ in ()).throw(RuntimeError("no home")))
+    assert user_cache("x").parent.name.startswith("ncuflow-cache-")
 
 
 def test_an_ncu_that_hangs_is_killed_at_its_limit(tmp_path: Path) -> None:

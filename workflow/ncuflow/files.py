@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,11 @@ def user_cache(name: str) -> Path:
     working folders (what the machine's ncu knows, say)."""
     root = os.environ.get(USER_CACHE_ENV)
     if not root:
-        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-        root = Path(base) / "ncuflow"
+        try:
+            base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+            root = Path(base) / "ncuflow"
+        except RuntimeError:  # no home folder (a container's user without one)
+            root = Path(tempfile.gettempdir()) / f"ncuflow-cache-{os.getuid()}"
     return Path(root) / name
 
 
