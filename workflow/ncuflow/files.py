@@ -160,20 +160,23 @@ MAX_EXPANDED = 1_000_000
 FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _parsed(read: Any, text: str) -> Any:
+    """``read`` (yaml.compose or yaml.load) by the fast loader, and by the pure-Python one
+    where the fast one refuses the text (its message is the one shown)."""
+    try:
+        return read(text, Loader=FAST_LOADER)
+    except yaml.YAMLError:
+        return read(text, Loader=yaml.SafeLoader)
+
+
 def compose_yaml(text: str) -> Any:
     """The node tree of a YAML text (yaml.YAMLError where it is not valid YAML)."""
-    try:
-        return yaml.compose(text, Loader=FAST_LOADER)
-    except yaml.YAMLError:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+    return _parsed(yaml.compose, text)
 
 
 def load_yaml(text: str) -> Any:
     """The values of a YAML text, with YAML's safe tags only (yaml.YAMLError otherwise)."""
-    try:
-        return yaml.load(text, Loader=FAST_LOADER)
-    except yaml.YAMLError:
-        return yaml.load(text, Loader=yaml.SafeLoader)
+    return _parsed(yaml.load, text)
 
 
 def duplicate_keys(text: str, source: str) -> None:

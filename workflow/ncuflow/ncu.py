@@ -7,6 +7,7 @@ stages (profile/ runs the profiling stage on top of this).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -140,11 +141,9 @@ def _metric_listing(ncu: str) -> str:
     proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise NcuflowError(f"ncu --query-metrics failed: {proc.stderr.strip()[-2000:]}")
-    try:
+    with contextlib.suppress(OSError):  # a read-only home, say: nothing is kept
         kept.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(kept, proc.stdout)
-    except OSError:
-        pass  # a read-only home, say: nothing is kept
     return proc.stdout
 
 

@@ -204,7 +204,7 @@ def pad_rows_name(element_bytes: int, chunk_bytes: int) -> str:
 @functools.cache
 def _pad_rows_kernel(element_bytes: int, chunk_bytes: int) -> Any:
     name = pad_rows_name(element_bytes, chunk_bytes)
-    module = cupy().RawModule(code=helper_source("pad_rows"), options=("-std=c++17",),
+    module = cupy().RawModule(code=helper_source("pad_rows"), options=HELPER_OPTIONS,
                               name_expressions=[name])  # fmt: skip
     return module.get_function(name)
 
