@@ -74,15 +74,21 @@ WORKFLOW = Path(workflow.basedir)
 CONFIGFILES = [Path(p) for p in workflow.config_settings.configfiles] or [
     WORKFLOW / "config.yaml"
 ]
+try:
+    # each config file read as ncuflow reads it: keys written twice, which the YAML reader
+    # would drop in silence, and (before Snakemake reads the workflow's own, just below)
+    # what Snakemake would answer with a traceback or without the line: a byte that is not
+    # UTF-8, a tab in the indentation, an alias without its anchor, nesting thousands deep
+    for _path in CONFIGFILES:
+        read_config(_path)
+except NcuflowError as exc:
+    sys.exit(f"ncuflow: {exc}")
 if not workflow.config_settings.configfiles:
 
     configfile: WORKFLOW / "config.yaml"
 
 
 try:
-    # keys written twice in a config file, which the YAML reader would drop in silence
-    for _path in CONFIGFILES:
-        read_config(_path)
     # --config values that Snakemake leaves as text, read as what the schema wants
     coerce_overrides(config, workflow.config_settings.config)
     STUDY = load_study(config, root=CONFIGFILES[-1].resolve().parent)

@@ -4,17 +4,21 @@ CUDA device with CuPy and ncu (CI); run them on the GPU machine with `pytest -m 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import functools
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
@@ -25,6 +29,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 # the user's cache (files.user_cache) stays untouched: a folder of this session's own
 os.environ["NCUFLOW_CACHE"] = tempfile.mkdtemp(prefix="ncuflow-cache-")
 atexit.register(shutil.rmtree, os.environ["NCUFLOW_CACHE"], True)
+# What the session's processes share (made_once): pytest-xdist's workers inherit the folder
+# from the process that starts them, which makes it anew and removes it.
+SHARED_ENV = "NCUFLOW_TEST_SHARED"
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="ncuflow-tests-")
+    atexit.register(shutil.rmtree, os.environ[SHARED_ENV], True)
 
 from ncuflow.gpu import cuda_device  # noqa: E402
 
@@ -45,25 +55,39 @@ def _gpu_missing() -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Tests that run the workflow in a copy take longest: started first, they spread over
+    # pytest-xdist's workers and end with the rest.
+    items.sort(key=lambda item: "workflow_copy" not in getattr(item, "fixturenames", ()))
     gpu_items = [item for item in items if "gpu" in item.keywords]
-    if not gpu_items:
+    why = _gpu_missing() if gpu_items else ""
+    for item in gpu_items if why else ():
+        item.add_marker(pytest.mark.skip(reason=f"needs a GPU: {why}"))
+
+
+@pytest.fixture(autouse=True)
+def one_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests of the GPU, and of the cluster, run one after another, whichever workers run
+    them: a GPU shared by tests that time and profile would make their numbers wrong."""
+    shared = [mark for mark in ("gpu", "slurm") if mark in request.node.keywords]
+    if not shared:
+        yield
         return
-    why = _gpu_missing()
-    if why:
-        for item in gpu_items:
-            item.add_marker(pytest.mark.skip(reason=f"needs a GPU: {why}"))
+    with open(Path(os.environ[SHARED_ENV]) / f"{shared[0]}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
+        yield
 
 
 @pytest.fixture
 def workflow_copy(tmp_path: Path) -> Path:
     """The workflow copied into a temporary folder, to run Snakemake there."""
-    for part in WORKFLOW_PARTS:
-        source = ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, tmp_path / part)
-    return tmp_path
+    return workflow_copy_into(tmp_path)
+
+
+def edit_file(path: Path, old: str, new: str) -> None:
+    """``old`` replaced by ``new`` in a file (a copied family's, say), which must hold it."""
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new))
 
 
 def minimal_config(**experiment: object) -> dict:
@@ -85,7 +109,10 @@ STUDIES = {
     # benchmarks/gpus.py's sweep, its run on both GPUs of one host at once (--resources gpu=2)
     "h200-x2-gpus": ROOT / "benchmarks" / "gpus.yaml",
     "h200-verdicts": ROOT / "experiments" / "verdicts.yaml",  # the verdicts study on one H200
-    **{f"h100-sxm-{p.stem}": p for p in sorted((ROOT / "experiments").glob("*.yaml"))},
+    **{
+        yaml.safe_load(p.read_text())["capture"]: p  # the capture a study file names
+        for p in sorted((ROOT / "experiments").glob("*.yaml"))
+    },
 }
 
 
@@ -108,8 +135,6 @@ def _captured_grid(plan_path: Path, spec: dict | None) -> dict | None:
 def replayed_study(capture: str) -> Study:
     """The study a capture holds, narrowed to what the capture measured, over this tree's
     kernels: what its replay plans."""
-    import yaml
-
     from ncuflow.study.config import load_study
 
     config = yaml.safe_load(STUDIES[capture].read_text())
@@ -162,17 +187,87 @@ def changed_sources_line(capture: str, experiment: str, family: str) -> str:
     return f"; the kernel sources of family {family} changed since the capture"
 
 
+def made_once(name: str, make: Callable[[Path], None]) -> Path:
+    """A folder of the session's shared folder, filled by ``make`` once: the first process to
+    ask makes it, the others wait for it (a process killed while making it leaves it
+    unmarked, and the next one to ask makes it again)."""
+    folder = Path(os.environ[SHARED_ENV]) / name
+    with open(folder.parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes, however this ends
+        if not (folder / ".made").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").touch()
+    return folder
+
+
 @functools.cache
 def replayed(capture: str) -> dict[str, pd.DataFrame]:
     """A capture's study replayed through the stages' functions (no Snakemake): its
-    collected table per experiment."""
+    collected table per experiment, replayed once per test session (made_once)."""
+    kept = made_once(
+        f"replayed-{capture}",
+        lambda folder: pd.to_pickle(_replay(capture, folder), folder / "tables.pickle"),
+    )
+    return pd.read_pickle(kept / "tables.pickle")
+
+
+def workflow_copy_into(folder: Path) -> Path:
+    """The workflow copied into ``folder``, to run Snakemake there."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in WORKFLOW_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, folder / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, folder / part)
+    return folder
+
+
+def run_snakemake(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """Snakemake run in ``folder``, what it printed kept."""
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+# Snakemake's arguments of the studies replayed once per session (replayed_once).
+REPLAYS = {
+    "transpose": ("--cores", "2", "--configfile", "experiments/transpose.yaml", "--config",
+                  "mode=replay"),
+    # its table (the figures are other tests'), at most ten configurations per job:
+    # regtile_vd's 27 make three jobs
+    "register_tiling": ("results/register_tiling/table.parquet", "--cores", "2", "--configfile",
+                        "experiments/register_tiling.yaml", "--config", "mode=replay",
+                        "configurations_per_job=10"),
+}  # fmt: skip
+
+
+def replayed_once(name: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """A workflow copy where Snakemake ran with the arguments REPLAYS names, once per test
+    session (made_once), and what it printed: tests read it, never write to it (one that
+    must, works on a copy)."""
+
+    def make(folder: Path) -> None:
+        proc = run_snakemake(workflow_copy_into(folder / "workflow"), *REPLAYS[name])
+        (folder / "proc.json").write_text(json.dumps([proc.args, proc.returncode, proc.stdout,
+                                                      proc.stderr]))  # fmt: skip
+
+    folder = made_once(name, make)
+    return folder / "workflow", subprocess.CompletedProcess(
+        *json.loads((folder / "proc.json").read_text())
+    )
+
+
+def _replay(capture: str, work: Path) -> dict[str, pd.DataFrame]:
+    """Each experiment's table of the capture replayed, its jobs' files in ``work``."""
     from ncuflow.analyze.collect import collect
     from ncuflow.analyze.derive import config_metrics
     from ncuflow.profile.members import Member
     from ncuflow.runners.replay import ReplayRunner
 
     study = replayed_study(capture)
-    folder, work = CAPTURES / capture, Path(tempfile.mkdtemp(prefix=f"replay-{capture}-"))
+    folder = CAPTURES / capture
     runner = ReplayRunner(folder)
     runner.device_facts(work / "device.json", None)
     replay = (folder, study.ncu.recorded())
@@ -224,8 +319,6 @@ def measure_study(
 def variants_as_run(family_name: str) -> dict[str, dict | None]:
     """Every variant of a bundled family, at its defaults and at the parameters the default
     study (config.yaml) runs it with: a variants section for an experiment."""
-    import yaml
-
     from ncuflow.spec import load_family
 
     family = load_family(ROOT / "kernels", family_name)

@@ -3,18 +3,19 @@ path and what is expected: never a traceback, never a silent pass. Each case is 
 file as a user would write it (read with ncuflow.files.read_config, then load_study)."""
 
 import copy
+import re
 import subprocess
-import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, run_snakemake
 from ncuflow.errors import ConfigError
-from ncuflow.files import read_config
-from ncuflow.study.config import load_study
+from ncuflow.schema import CONFIG, load
+from ncuflow.study.config import coerce_overrides, load_study
+from ncuflow.vocab import RESULTS_OWN
 
 BASE = {
     "experiments": {
@@ -149,6 +150,21 @@ CHANGES = [
     ("device_limits/max_smem_per_block_optin", -1, "device_limits.max_smem_per_block_optin",
      "-1 is less than the minimum of 0"),
     ("device_limits/warp_size", 0, "device_limits.warp_size", "unknown key 'warp_size'"),
+    # issue 44: ncu.path names a program (on PATH, or by its path), never shell syntax
+    ("ncu/path", "", "ncu.path", "'' should be non-empty (expected: the ncu executable: a name"),
+    ("ncu/path", "ncu; id", "ncu.path", "'ncu; id' holds characters that are not allowed (expected: the ncu executable"),
+    ("ncu/path", "`id`", "ncu.path", "'`id`' holds characters that are not allowed"),
+    ("ncu/path", "$(id)/ncu", "ncu.path", "'$(id)/ncu' holds characters that are not allowed"),
+    ("ncu/path", "ncu && id", "ncu.path", "'ncu && id' holds characters that are not allowed"),
+    ("ncu/path", "ncu | tee x", "ncu.path", "'ncu | tee x' holds characters that are not allowed"),
+    ("ncu/path", "ncu > x", "ncu.path", "'ncu > x' holds characters that are not allowed"),
+    ("ncu/path", "ncu\nid", "ncu.path", "'ncu\\nid' holds characters that are not allowed"),
+    ("ncu/path", "'ncu'", "ncu.path", "\"'ncu'\" holds characters that are not allowed"),
+    ("ncu/path", "~/bin/ncu", "ncu.path", "'~/bin/ncu' holds characters that are not allowed"),
+    ("ncu/path", "/opt/*/ncu", "ncu.path", "'/opt/*/ncu' holds characters that are not allowed"),
+    ("ncu/path", " ncu", "ncu.path", "' ncu' holds characters that are not allowed"),
+    ("ncu/path", "ncu ", "ncu.path", "'ncu ' holds characters that are not allowed"),
+    ("ncu/path", "x" * 200 + ";", "ncu.path", f"'{'x' * 58}… holds characters that are not allowed"),
     ("mode", None, "mode", "None is not a valid choice; valid: auto, gpu, replay"),
     ("capture", "", "capture", "'' holds characters that are not allowed"),
     ("capture", ".", "capture", "'.' holds characters that are not allowed"),
@@ -189,15 +205,6 @@ SCALARS = [
     ({"alpha": True}, "experiments.g.scalars.alpha", "True is a bool, not number or array"),
     ({"alpha": float("nan")}, "experiments.g.scalars.alpha", "nan is not a finite number"),
 ]  # fmt: skip
-# Keys written twice, which YAML would otherwise drop in silence.
-DUPLICATES = [
-    ("mode: replay\nmode: gpu\nexperiments: {}\n", "mode", "written twice", "(lines 1 and 2)"),
-    ("experiments:\n  sq:\n    family: matmul\n    sizes: {M: 8, N: M, K: M}\n    variants:\n"
-     "      naive:\n      naive: {params: {BLOCK_X: 8}}\n",
-     "experiments.sq.variants.naive", "written twice", "(lines 6 and 7)"),
-    ("experiments:\n  sq:\n    family: matmul\n    sizes: {M: 8, M: 16, N: M, K: M}\n"
-     "    variants: {naive: }\n", "experiments.sq.sizes.M", "written twice", "(lines 4 and 4)"),
-]  # fmt: skip
 
 
 def _refused(config: dict) -> str:
@@ -207,8 +214,11 @@ def _refused(config: dict) -> str:
 
 
 def _ids(cases: list[tuple]) -> list[str]:
+    """Each case's key and value, the same in every process (pytest-xdist's workers compare)."""
     return [
-        f"{c[0] if isinstance(c[0], str) else list(c[0])}={str(c[1])[:30]!r}"[:60] for c in cases
+        f"{c[0] if isinstance(c[0], str) else list(c[0])}="
+        f"{'deleted' if c[1] is DELETE else repr(str(c[1])[:30])}"[:60]
+        for c in cases
     ]
 
 
@@ -223,73 +233,97 @@ def test_a_bad_config_is_refused_with_its_path(
     assert message in text, text
 
 
-# (a config file's text, the path of the message, what it says)
-FILES = [
-    ("mode: !!python/name:os.system ''\nexperiments: {}\n", "(top level)",
-     "could not determine a constructor for the tag 'tag:yaml.org,2002:python/name:os.system'"),
-    ("experiments:\n  ~:\n    family: matmul\n", "experiments.~",
-     "the key '~' (line 2 of {path}) is read by YAML as None, not a name; quote it: '~'"),
-    ("experiments:\n  yes:\n    family: matmul\n", "experiments.yes",
-     "the key 'yes' (line 2 of {path}) is read by YAML as True, not a name; quote it: 'yes'"),
-    ("1: 2\n", "1", "the key '1' (line 1 of {path}) is read by YAML as 1, not a name"),
-    ("? [a, b]\n: 1\n", "(top level)", "a key at line 1 of {path} is a list or mapping"),
-    ("a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-        f"*{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(6)),
-     "(top level)", "stands for more than 1,000,000 values once its aliases (*name) are"),
-    ("__use_yte__: true\nexperiments: {}\n", "__use_yte__",
-     "{path} asks Snakemake to evaluate it as a YTE template (Python expressions, already run"),
-    ("", "(top level)", "{path} holds no mapping of keys"),
-    ("- a\n- b\n", "(top level)", "{path} holds no mapping of keys"),
-    ("experiments: {sq: {family: matmul\n", "(top level)",
-     "{path} is not valid YAML: while parsing a flow mapping"),
-    ("mode: gpu\n\tcapture: x\n", "(top level)", "found character '\\t' that cannot start any token"),
-    ("mode: 'gpu\n", "(top level)", "{path} is not valid YAML: while scanning a quoted scalar"),
-    ("experiments:\n  on:\n    family: matmul\n", "experiments.on",
-     "the key 'on' (line 2 of {path}) is read by YAML as True, not a name; quote it: 'on'"),
-    ("experiments:\n  3.5:\n    family: matmul\n", "experiments.3.5",
-     "the key '3.5' (line 2 of {path}) is read by YAML as 3.5, not a name"),
-    ("experiments: !!set {a, b}\n", "experiments",
-     "{path}: YAML reads this value as a set (a tag such as !!set or !!binary, or a date)"),
-    ("seed: 2026-11-26\nexperiments: {}\n", "seed", "{path}: YAML reads this value as a date"),
-    ("mode: !!binary aGVsbG8=\nexperiments: {}\n", "mode", "YAML reads this value as a bytes"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(("text", "where", "message"), FILES, ids=[f[2][:30] for f in FILES])
-def test_a_config_file_yaml_reads_otherwise_is_refused(tmp_path: Path, text: str, where: str,
-                                                       message: str) -> None:  # fmt: skip
-    """Tags ncuflow never reads, keys that YAML turns into booleans, nulls or numbers, and
-    aliases that expand to billions of values: one message, in a fraction of a second."""
-    path = tmp_path / "study.yaml"
-    path.write_text(text)
-    started = time.perf_counter()
-    with pytest.raises(ConfigError) as error:
-        read_config(path)
-    assert time.perf_counter() - started < 5
-    assert str(error.value).startswith(f"config error at {where}: "), str(error.value)
-    assert message.format(path=path) in str(error.value)
-
-
 @pytest.mark.parametrize(("scalars", "where", "message"), SCALARS)
 def test_a_scalar_of_the_wrong_kind_is_refused(scalars: dict, where: str, message: str) -> None:
     config = _set(GATHER, "experiments/g/scalars", scalars)
     assert _refused(config) == f"config error at {where}: {message}"
 
 
-@pytest.mark.parametrize(("text", "where", "message", "lines"), DUPLICATES)
-def test_a_key_written_twice_is_refused(tmp_path: Path, text: str, where: str, message: str,
-                                        lines: str) -> None:  # fmt: skip
-    path = tmp_path / "study.yaml"
-    path.write_text(text)
+@pytest.mark.parametrize("name", [*RESULTS_OWN, "Devices", "LOGS"])
+def test_an_experiment_named_as_the_workflows_own_results_is_refused(name: str) -> None:
+    """results/devices/ is the devices rule's folder, results/device.json the device's
+    facts: an experiment of such a name would write its folder among them."""
+    config = _set(BASE, f"experiments/{name}", BASE["experiments"]["sq"])
+    config["kernels_dir"] = str(ROOT / "kernels")
+    assert _refused(config) == (
+        f"config error at experiments.{name}: the experiment's folder results/{name}/ would "
+        "collide with the workflow's own files of that name in results/; expected a name other "
+        "than device, devices, ceilings, logs, run, report, compare (in any case)"
+    )
+
+
+def test_every_name_the_workflow_gives_under_results_is_refused_as_an_experiment() -> None:
+    """Each file or folder the rules and the Snakefile write at the top of results/ (its
+    name without suffix), and the schema's description of an experiment name, list them."""
+    texts = [(ROOT / "Snakefile").read_text(), *(p.read_text() for p in
+             (ROOT / "workflow" / "rules").glob("*.smk"))]  # fmt: skip
+    own = {name.split(".")[0] for text in texts
+           for name in re.findall(r"results/([^/{\"']+)", text)}  # fmt: skip
+    assert {"devices", "device", "ceilings", "logs"} <= own <= set(RESULTS_OWN), own
+    names = load(CONFIG)["properties"]["experiments"]["propertyNames"]["description"]
+    assert names.endswith(", ".join(RESULTS_OWN))
+
+
+@pytest.mark.parametrize("path", ["ncu", "ncu-2025.3", "/opt/nvidia/nsight-compute/2025.3.1/ncu",
+                                  "./tools/ncu", "../ncu", "/opt/nvidia/nsight compute/ncu",
+                                  "/opt/spack/cuda@12.4+x/bin/ncu"])  # fmt: skip
+def test_a_name_or_a_path_of_ncu_is_taken(path: str) -> None:
+    config = _set(BASE, "ncu/path", path)
+    config["kernels_dir"] = str(ROOT / "kernels")
+    assert load_study(config).config["ncu"]["path"] == path
+
+
+def _nested(wrap: Callable[[object], object]) -> object:
+    """A value 20,000 levels deep, each level ``wrap`` of the one below."""
+    value: object = 1
+    for _ in range(20000):
+        value = wrap(value)
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [(_nested(lambda v: {"a": v}), "timing" + ".a" * 31),
+     (_nested(lambda v: [v]), "timing" + "[0]" * 31)],
+    ids=["mappings", "lists"],
+)  # fmt: skip
+def test_a_config_nested_thousands_deep_is_refused_with_its_key(value: object, where: str) -> None:
+    """A value given by a program or through --config, which no YAML reader bounded: one
+    line naming the key where it goes beyond, never a RecursionError."""
+    config = _set(BASE, "timing", value)
+    assert _refused(config) == (f"config error at {where}: mappings and lists nested deeper than "
+                                "32 levels; expected at most 32 (a study needs 7)")  # fmt: skip
+
+
+def test_a_config_that_holds_itself_is_refused() -> None:
+    config = _set(BASE, "timing", {})
+    config["timing"]["itself"] = config["timing"]
+    assert _refused(config) == ("config error at timing.itself: a value that holds itself nests "
+                                "without end; expected mappings and lists that end")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("[" * 20000 + "]" * 20000, "config error at timing: the --config value is not valid YAML: "
+      "mappings and lists nested deeper than 32 levels at line 1, column 33: '[[[[[[[[[[[[[[[["),
+     ("{min_repeats: 10", "config error at timing: the --config value is not valid YAML: while "
+      "parsing a flow mapping, expected ',' or '}', but got '<stream end>' at line 1, column 17: "
+      "'{min_repeats: 10'")],
+    ids=["deep", "unclosed"],
+)  # fmt: skip
+def test_a_config_value_on_the_command_line_that_is_not_yaml_is_refused(
+    text: str, message: str
+) -> None:
+    """Snakemake leaves a --config value it cannot read as YAML as text (thousands of
+    brackets too, whose reading ends in its RecursionError): ncuflow reads it for the
+    schema, and names the key and the column."""
     with pytest.raises(ConfigError) as error:
-        read_config(path)
-    assert str(error.value).startswith(f"config error at {where}: {message} in {path} {lines}")
+        coerce_overrides({"timing": text}, {"timing": text})
+    assert str(error.value).startswith(message) and len(str(error.value)) < 300
 
 
 def test_there_are_sixty_bad_configs_at_least() -> None:
-    assert len(CHANGES) + len(SCALARS) + len(DUPLICATES) + len(FILES) >= 60
+    assert len(CHANGES) + len(SCALARS) >= 60  # and test_config_files.py's files
 
 
 def test_the_limit_can_be_raised() -> None:
@@ -306,13 +340,9 @@ def test_through_snakemake_one_line_and_no_file_behind(tmp_path: Path, workflow_
     config = _set(BASE, "ncu/path", "ncu; touch pwned")
     config["ncu"]["sections"] = ["SpeedOfLight`touch pwned2`"]
     (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config))
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--config",
-                           "mode=replay"], cwd=workflow_copy, capture_output=True, text=True)  # fmt: skip
+    proc = run_snakemake(workflow_copy, "--cores", "1", "--config", "mode=replay")
     assert proc.returncode == 1
-    assert (
-        "config error at ncu.sections[0]: 'SpeedOfLight`touch pwned2`' holds characters"
-        in proc.stderr
-    )
+    assert "config error at ncu.path: 'ncu; touch pwned' holds characters" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not list(workflow_copy.glob("pwned*")) and not (workflow_copy / "results").exists()
 
@@ -325,9 +355,8 @@ def test_a_nested_value_on_the_command_line_is_read_as_the_schema_wants(
     in one line."""
 
     def dry_run(*config: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1",
-                               "--config", "mode=replay", *config], cwd=workflow_copy,
-                              capture_output=True, text=True)  # fmt: skip
+        return run_snakemake(workflow_copy, "-n", "--cores", "1", "--config", "mode=replay",
+                             *config)  # fmt: skip
 
     assert dry_run("timing={min_repeats: 10, budget_s: 0.5}").returncode == 0
     refused = dry_run("timing={min_repeats: ten}")
@@ -336,18 +365,16 @@ def test_a_nested_value_on_the_command_line_is_read_as_the_schema_wants(
 
 
 def test_a_config_value_is_an_argument_never_shell_text(workflow_copy: Path) -> None:
-    """ncu.path with shell syntax and a space: in replay it is passed along as a plain
-    argument, nothing runs, and the study completes."""
-    config = _set(BASE, "ncu/path", "/opt/nvidia/nsight compute/ncu $(touch pwned); touch pwned2")
+    """ncu.path with a space (a folder's name may hold one; shell syntax is refused): in
+    replay it is passed along as one argument, and the study completes."""
+    config = _set(BASE, "ncu/path", "/opt/nvidia/nsight compute/ncu")
     ladder = config["experiments"].pop("sq")  # the capture's experiment, to replay it
     ladder["sizes"] = {"M": 1024, "N": "M", "K": "M"}
     ladder["variants"] = {"naive": {"params": {"BLOCK_X": 32, "BLOCK_Y": 16}}}
     config["experiments"]["matmul_ladder"] = ladder
     (workflow_copy / "config.yaml").write_text(yaml.safe_dump({**config, "mode": "replay"}))
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2"], cwd=workflow_copy,
-                          capture_output=True, text=True)  # fmt: skip
+    proc = run_snakemake(workflow_copy, "--cores", "2", "results/matmul_ladder/table.parquet")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert not list(workflow_copy.rglob("pwned*"))
     assert (workflow_copy / "results" / "matmul_ladder" / "table.parquet").is_file()
 
 

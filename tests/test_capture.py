@@ -5,7 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import CAPTURE, ROOT
 from ncuflow.capture.folder import run_command, save_capture
 from ncuflow.vocab import CAPTURE_INFO, DEVICE, MEASURE, NCU_LONG, PLAN, RUN, TABLE
 
@@ -38,3 +38,23 @@ def test_a_run_is_saved_whole_with_the_cores_and_gpus_it_had(tmp_path: Path) -> 
             ).read_text()
     assert run_command("snakemake -n", {"cores": 16, "gpus": 1}) == "snakemake --cores 16 -n"
     assert run_command("snakemake -n", {}) == "snakemake -n"
+
+
+def test_configurations_no_capture_holds_say_how_to_check_them_without_a_gpu() -> None:
+    """A new family has no record in any capture: the line that says so (a dry run's too)
+    names what can be done without a GPU."""
+    from ncuflow.capture.records import unreplayable
+    from ncuflow.study.config import load_study
+
+    experiment = {"family": "gather", "sizes": {"n": 8, "m": 4}, "variants": {"gather": None}}
+    kernels = ROOT / "tests" / "data" / "kernels"
+    study = load_study({"kernels_dir": str(kernels), "experiments": {"g": experiment}})
+    lacking = unreplayable(CAPTURE, (study.plan(*job) for job in study.jobs()))
+    assert lacking.startswith(
+        "capture h100-sxm has no timing record of configuration(s) BLOCK=256_n=8_m=4 "
+        "(experiments.g.variants.gather; it holds no variant gather of family gather)."
+    ), lacking
+    assert lacking.endswith(
+        "Without a GPU, check their kernels with --config mode=check (or ncuflow check <config "
+        "file>), and dry-run them as a GPU machine would with -n --config mode=gpu"
+    )

@@ -1,5 +1,6 @@
-"""Every CUDA variant compiles for sm_90 with nvcc, at its defaults and at up to two other
-parameter sets that the repository's configs run, without register spills."""
+"""Every CUDA variant compiles for sm_90 as the harness compiles it (NVRTC, the harness's
+options), at its defaults and at up to two other parameter sets that the repository's
+configs run, without register spills; and the harness's own kernels compile with nvcc."""
 
 import itertools
 import re
@@ -11,15 +12,21 @@ import pytest
 import yaml
 
 from conftest import ROOT
+from ncuflow.compile.cubins import compile_options
 from ncuflow.spec import available_families, load_family
 from ncuflow.study.config import load_study
 
 NVCC = shutil.which("nvcc")
-pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 # (the 100,000- and 1,000,000-configuration dry-run studies are for planning, not running)
 CONFIGS = [ROOT / "config.yaml", *sorted((ROOT / "experiments").glob("*.yaml")),
            *sorted((ROOT / "benchmarks").glob("*.yaml"))]  # fmt: skip
 CONFIGS = [c for c in CONFIGS if c.name not in ("dry_run_100k.yaml", "dry_run_1m.yaml")]
+
+try:  # NVIDIA's NVRTC bindings (pip install cuda-bindings nvidia-cuda-nvrtc): CPU only
+    from cuda.bindings import nvrtc
+except ImportError:
+    nvrtc = None
 
 
 def _used_params() -> dict[tuple[str, str], list[dict[str, int]]]:
@@ -37,91 +44,68 @@ def _used_params() -> dict[tuple[str, str], list[dict[str, int]]]:
     return used
 
 
-def _cases() -> list[tuple[str, str, dict[str, int]]]:
+def _cases() -> list[tuple[Path, str, str, dict[str, int]]]:
+    """Each CUDA variant of the bundled families at its defaults and at up to two other
+    parameter sets the configs run; those of the test tree's families at their defaults."""
     used = _used_params()
-    cases = []
-    for family_name in available_families(ROOT / "kernels"):
-        family = load_family(ROOT / "kernels", family_name)
-        for name, variant in family.variants.items():
-            if not variant.is_cuda:
-                continue
-            others = [p for p in used.get((family_name, name), []) if p != variant.params]
-            for params in itertools.islice([{}, *others], 3):
-                cases.append((family_name, name, params))
-    return cases
-
-
-@pytest.mark.parametrize(
-    ("family_name", "variant_name", "params"),
-    _cases(),
-    ids=lambda v: "_".join(f"{k}={x}" for k, x in v.items()) or "defaults"
-    if isinstance(v, dict) else v,
-)  # fmt: skip
-def test_variant_compiles_for_sm90(
-    tmp_path: Path, family_name: str, variant_name: str, params: dict[str, int]
-) -> None:
-    variant = load_family(ROOT / "kernels", family_name).variants[variant_name]
-    # every tunable with -D, as the harness passes them (a variant like another leaves its
-    # #ifndef defaults to the other's file)
-    defines = [f"-D{k}={v}" for k, v in {**variant.params, **params}.items()]
-    # a variant built for sm_90a (wgmma, setmaxnreg) is compiled for that architecture
-    arch = (f"-gencode=arch=compute_{variant.arch[3:]},code={variant.arch}" if variant.arch
-            else "-arch=sm_90")  # fmt: skip
-    command = [NVCC, arch, "-cubin", "-std=c++17", "-Xptxas", "-v", *defines,
-               "-o", str(tmp_path / "k.cubin"), str(variant.path)]  # fmt: skip
-    proc = subprocess.run(command, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    for kernel in variant.kernels:
-        assert f"Compiling entry function '{kernel}'" in proc.stderr
-    spills = re.findall(r"(\d+) bytes spill stores", proc.stderr)
-    assert spills and all(s == "0" for s in spills), proc.stderr
-
-
-try:  # NVIDIA's NVRTC bindings (pip install cuda-bindings nvidia-cuda-nvrtc): CPU only
-    from cuda.bindings import nvrtc
-except ImportError:
-    nvrtc = None
-
-
-def _nvrtc_cases() -> list[tuple[Path, str, str]]:
     cases = []
     for kernels in (ROOT / "kernels", ROOT / "tests" / "data" / "kernels"):
         for family_name in available_families(kernels):
             family = load_family(kernels, family_name)
-            cases += [
-                (kernels, family_name, v) for v, spec in family.variants.items() if spec.is_cuda
-            ]
+            for name, variant in family.variants.items():
+                if not variant.is_cuda:
+                    continue
+                others = [p for p in used.get((family_name, name), []) if p != variant.params]
+                for params in itertools.islice([{}, *others], 3):
+                    cases.append((kernels, family_name, name, params))
     return cases
 
 
-@pytest.mark.skipif(nvrtc is None, reason="NVRTC's Python bindings are not installed")
-@pytest.mark.parametrize(("kernels", "family_name", "variant_name"), _nvrtc_cases(),
-                         ids=lambda v: v if isinstance(v, str) else "")  # fmt: skip
-def test_variant_compiles_with_nvrtc_as_the_harness_compiles_it(
-    kernels: Path, family_name: str, variant_name: str
-) -> None:
-    """The harness's own options (include folders of every included file, element types,
-    the family hash): what CuPy hands NVRTC on the GPU machine."""
-    from ncuflow.compile.cubins import compile_options
-
-    family = load_family(kernels, family_name)
-    variant = family.variants[variant_name]
-    arch = [] if variant.arch else ["-arch=sm_90"]  # compile_options names a variant's own
-    options = [*compile_options(family, variant, variant.params, variant.dtypes()), *arch]
-    _, program = nvrtc.nvrtcCreateProgram(variant.source.encode(), variant.path.name.encode(),
-                                          0, [], [])  # fmt: skip
-    (result,) = nvrtc.nvrtcCompileProgram(program, len(options), [o.encode() for o in options])
+def _nvrtc_log(program: object) -> str:
     _, size = nvrtc.nvrtcGetProgramLogSize(program)
     log = b" " * size
     nvrtc.nvrtcGetProgramLog(program, log)
-    assert result == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")
+    return log.decode(errors="replace")
 
 
+@pytest.mark.skipif(nvrtc is None, reason="NVRTC's Python bindings are not installed")
+@pytest.mark.parametrize(
+    ("kernels", "family_name", "variant_name", "params"),
+    _cases(),
+    ids=lambda v: "_".join(f"{k}={x}" for k, x in v.items()) or "defaults"
+    if isinstance(v, dict) else v if isinstance(v, str) else "",
+)  # fmt: skip
+def test_variant_compiles_for_sm90_as_the_harness_compiles_it(
+    kernels: Path, family_name: str, variant_name: str, params: dict[str, int]
+) -> None:
+    """The harness's own options (include folders of every included file, element types,
+    the family hash, every tunable as -D): what CuPy hands NVRTC on the GPU machine; ptxas's
+    report (-v) names each kernel and no register spilled."""
+    family = load_family(kernels, family_name)
+    variant = family.variants[variant_name]
+    arch = [] if variant.arch else ["-arch=sm_90"]  # compile_options names a variant's own
+    options = [*compile_options(family, variant, {**variant.params, **params},
+                                variant.dtypes()), *arch, "-Xptxas", "-v"]  # fmt: skip
+    _, program = nvrtc.nvrtcCreateProgram(variant.source.encode(), variant.path.name.encode(),
+                                          0, [], [])  # fmt: skip
+    try:
+        (result,) = nvrtc.nvrtcCompileProgram(program, len(options), [o.encode() for o in options])
+        log = _nvrtc_log(program)
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    assert result == nvrtc.nvrtcResult.NVRTC_SUCCESS, log
+    for kernel in variant.kernels:
+        assert f"Compiling entry function '{kernel}'" in log
+    spills = re.findall(r"(\d+) bytes spill stores", log)
+    assert spills and all(s == "0" for s in spills), log
+
+
+@needs_nvcc
 def test_the_harness_row_padding_kernel_compiles_for_every_element_and_chunk(
     tmp_path: Path,
 ) -> None:
     """The copy behind row_alignment: each element size with each chunk a row may allow."""
-    from ncuflow.measure.build import UNSIGNED, helper_source, pad_rows_name
+    from ncuflow.measure.helpers import UNSIGNED, helper_source, pad_rows_name
 
     pairs = [(e, c) for e in (1, 2, 4, 8) for c in (1, 2, 4, 8, 16) if c >= e]
     source = tmp_path / "pad.cu"
@@ -136,10 +120,11 @@ def test_the_harness_row_padding_kernel_compiles_for_every_element_and_chunk(
     assert proc.stderr.count("Compiling entry function") == len(pairs)
 
 
+@needs_nvcc
 @pytest.mark.parametrize("name", ["gate", "l2_flush"])
 def test_the_harness_timing_kernels_compile(tmp_path: Path, name: str) -> None:
     """The gate that holds a batch of timed launches, and the L2 flush before each."""
-    from ncuflow.measure.build import helper_source
+    from ncuflow.compile.cubins import helper_source
 
     source = tmp_path / f"{name}.cu"
     source.write_text(helper_source(name))

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, edit_file
 from ncuflow.analyze.collect import collect
 from ncuflow.analyze.derive import config_metrics
 from ncuflow.errors import ConfigError, NcuflowError
@@ -92,7 +92,7 @@ def test_the_example_family_is_measured_and_collected_on_the_cpu(tmp_path: Path)
 
 def test_a_wrong_host_result_is_named_by_its_check(tmp_path: Path, example_copy: Path) -> None:
     module = example_copy / "gather" / "family.py"
-    _edit(module, "hits[...] = np.bincount(idx, minlength=m)",
+    edit_file(module, "hits[...] = np.bincount(idx, minlength=m)",
           "hits[...] = np.bincount(idx, minlength=m) + (np.arange(m) == 3)")  # fmt: skip
     _, measure = _measure(tmp_path, _study(example_copy))
     for record in json.loads(measure.read_text()).values():
@@ -221,12 +221,6 @@ def test_launches_are_chosen_per_configuration_by_when(example_copy: Path) -> No
     assert wide[0].error.startswith("gather_zero_hits: block 2048×1×1 = 2048 threads exceeds")
 
 
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new))
-
-
 @pytest.mark.parametrize(
     ("file", "old", "new", "message"),
     [
@@ -258,7 +252,7 @@ def _edit(path: Path, old: str, new: str) -> None:
 def test_bad_declarations_are_named(
     example_copy: Path, file: str, old: str, new: str, message: str
 ) -> None:
-    _edit(example_copy / "gather" / file, old, new)
+    edit_file(example_copy / "gather" / file, old, new)
     with pytest.raises(SpecError, match=message):
         load_family(example_copy, "gather")
 

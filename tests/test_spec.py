@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, edit_file
 from ncuflow.measure.problem import Problem
 from ncuflow.spec import SpecError, load_family, storage_dtype
 
@@ -68,12 +68,6 @@ def test_reference_is_the_matrix_product() -> None:
     np.testing.assert_allclose(family.function("reference")(A=a, B=b)["C"], a @ b)
 
 
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new))
-
-
 @pytest.mark.parametrize(
     ("file", "old", "new", "message"),
     [
@@ -107,7 +101,7 @@ def _edit(path: Path, old: str, new: str) -> None:
 def test_bad_declarations_are_named(
     family_copy: Path, file: str, old: str, new: str, message: str
 ) -> None:
-    _edit(family_copy / "matmul" / file, old, new)
+    edit_file(family_copy / "matmul" / file, old, new)
     with pytest.raises(SpecError, match=message):
         load_family(family_copy, "matmul")
 
@@ -142,7 +136,7 @@ def test_the_fingerprint_does_not_depend_on_how_kernels_dir_is_written(
 def test_bad_row_alignments_are_named(
     family_copy: Path, file: str, old: str, new: str, message: str
 ) -> None:
-    _edit(family_copy / "matmul" / file, old, new)
+    edit_file(family_copy / "matmul" / file, old, new)
     with pytest.raises(SpecError, match=message):
         load_family(family_copy, "matmul")
 
@@ -233,7 +227,7 @@ def test_a_scratch_buffer_starts_zeroed() -> None:
 def test_bad_likes_and_unknown_names_are_named(
     family_copy: Path, old: str, new: str, message: str
 ) -> None:
-    _edit(family_copy / "matmul" / "stream_k.cu", old, new)
+    edit_file(family_copy / "matmul" / "stream_k.cu", old, new)
     with pytest.raises(SpecError, match=message):
         load_family(family_copy, "matmul")
 

@@ -29,19 +29,13 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The package's modules ``name`` imports when it runs (imports for type checkers only,
-    under ``if TYPE_CHECKING:``, are none)."""
+    """The package's modules ``name`` imports, those for type checkers only (under ``if
+    TYPE_CHECKING:``) included: a circle of types is still one a reader must untangle."""
     tree = ast.parse(path.read_text())
-    guards = [
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
-    ]
-    typing_only = {id(n) for guard in guards for n in ast.walk(guard)}
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only or not isinstance(node, ast.ImportFrom | ast.Import):
+        if not isinstance(node, ast.ImportFrom | ast.Import):
             continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name in modules}

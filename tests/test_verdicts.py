@@ -24,7 +24,9 @@ def test_the_bound_agrees_with_ncus_own_verdict(capture: str) -> None:
     table = _tables(capture)
     judged = table[table["ncu_bottleneck"].notna()]
     if judged.empty:
-        pytest.skip(f"{capture} predates findings (no SOLBottleneck verdict kept)")
+        why = ("profiles nothing" if not table["profiled"].any()
+               else "predates findings (no SOLBottleneck verdict kept)")  # fmt: skip
+        pytest.skip(f"{capture} {why}")
     share, disagreements = agreement(table)
     assert share >= 0.98, disagreements[["variant", "config_id", "bound_reason"]].to_string()
     assert disagreements["bound_reason"].str.contains("ncu says").all()

@@ -12,7 +12,16 @@ import pytest
 import yaml
 
 import ncuflow
-from conftest import CAPTURES, ROOT, changed_sources_line, measured_numbers, replayed
+from conftest import (
+    CAPTURES,
+    REPLAYS,
+    ROOT,
+    changed_sources_line,
+    measured_numbers,
+    replayed,
+    replayed_once,
+    run_snakemake,
+)
 from ncuflow.gpu import cuda_device
 from ncuflow.vocab import STANDARD_FIGURES
 
@@ -27,22 +36,12 @@ REQUIRED = [
 ]  # fmt: skip
 
 
-def snakemake(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 def _write_config(folder: Path, experiments: dict, **top: object) -> None:
     (folder / "config.yaml").write_text(yaml.safe_dump({**top, "experiments": experiments}))
 
 
 def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
-    proc = snakemake(workflow_copy, "--cores", "2", "--config", "mode=replay")
+    proc = run_snakemake(workflow_copy, "--cores", "2", "--config", "mode=replay")
     assert proc.returncode == 0, proc.stderr[-3000:]
     announced = [line for line in proc.stderr.splitlines() if line.startswith("ncuflow: mode")]
     assert len(announced) == 1
@@ -146,11 +145,13 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
                     "devices": 1, "measure": batches, "profile": batches, "collect": 3,
                     "plot": 3, "summary": 3}  # fmt: skip
     assert 0 < sum(e["wall_s"] for e in run["stages"].values() if e["jobs"] == 1) < run["wall_s"]
-    again = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
+    again = run_snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=replay")
     assert "Nothing to be done" in again.stdout + again.stderr
     summary = (results / "summary.md").read_text()
     assert "M = 4096, N = 4096, K = 4096" in summary and "| warptile | BM=128" in summary
-    report = snakemake(workflow_copy, "--report", "results/report.html", "--config", "mode=replay")
+    report = run_snakemake(
+        workflow_copy, "--report", "results/report.html", "--config", "mode=replay"
+    )
     assert report.returncode == 0, report.stderr[-3000:]
     html = (workflow_copy / "results" / "report.html").read_text()
     tables = ["summary.html", "rungs.html", "findings.html", "device.html"]  # shown in place
@@ -160,22 +161,20 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert page.count("<tr>") == len(pd.read_csv(results / "summary.csv")) + 1
 
 
-def test_a_report_experiment_replays_from_its_own_capture(workflow_copy: Path) -> None:
-    proc = snakemake(workflow_copy, "--cores", "2", "--configfile",
-                     "experiments/register_tiling.yaml", "--config", "mode=replay")  # fmt: skip
+def test_a_report_experiment_replays_from_its_own_capture() -> None:
+    folder, proc = replayed_once("register_tiling")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "replaying capture h100-sxm-register_tiling" in proc.stderr
-    table = pd.read_parquet(workflow_copy / "results" / "register_tiling" / "table.parquet")
+    table = pd.read_parquet(folder / "results" / "register_tiling" / "table.parquet")
     assert len(table) == 96 and (table["status"] == "ok").all()
     assert set(table["variant"]) == {"tiled_sync_each_step", "smem_tiled", "coarse_divergent",
                                      "regtile_vd", "transposed_a", "cublas_fp32"}  # fmt: skip
 
 
-def test_a_family_that_only_moves_bytes_replays_end_to_end(workflow_copy: Path) -> None:
-    proc = snakemake(workflow_copy, "--cores", "2", "--configfile", "experiments/transpose.yaml",
-                     "--config", "mode=replay")  # fmt: skip
+def test_a_family_that_only_moves_bytes_replays_end_to_end() -> None:
+    folder, proc = replayed_once("transpose")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    results = workflow_copy / "results" / "transpose"
+    results = folder / "results" / "transpose"
     table = pd.read_parquet(results / "table.parquet")
     assert len(table) == 30 and (table["status"] == "ok").all() and (table["gbps"] > 0).all()
     dram = json.loads((CAPTURES / "h100-sxm-transpose" / "device.json").read_text())
@@ -188,14 +187,12 @@ def test_a_family_that_only_moves_bytes_replays_end_to_end(workflow_copy: Path) 
     assert "B/s (compulsory bytes / median time)" in (results / "performance.svg").read_text()
 
 
-def test_a_variant_split_into_jobs_replays_to_the_same_table(workflow_copy: Path) -> None:
+def test_a_variant_split_into_jobs_replays_to_the_same_table() -> None:
     """At most ten configurations per job: regtile_vd's 27 make three jobs (of about equal
     expected time), whose rows make the same table as one job per variant does."""
-    proc = snakemake(workflow_copy, "--cores", "2", "--configfile",
-                     "experiments/register_tiling.yaml", "--config", "mode=replay",
-                     "configurations_per_job=10")  # fmt: skip
+    folder, proc = replayed_once("register_tiling")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    results = workflow_copy / "results" / "register_tiling"
+    results = folder / "results" / "register_tiling"
     assert sorted(p.name for p in (results / "regtile_vd").iterdir()) == ["p0", "p1", "p2"]
     parts = [json.loads((results / "regtile_vd" / p / "plan.json").read_text())["configs"]
              for p in ("p0", "p1", "p2")]  # fmt: skip
@@ -206,7 +203,7 @@ def test_a_variant_split_into_jobs_replays_to_the_same_table(workflow_copy: Path
     whole = replayed("h100-sxm-register_tiling")["register_tiling"]  # one job per variant
     numeric = [c for c in whole.columns if pd.api.types.is_numeric_dtype(whole[c])]
     pd.testing.assert_frame_equal(table[numeric], whole[numeric], check_exact=True)
-    long = ncuflow.load(workflow_copy / "results", metrics=True)
+    long = ncuflow.load(folder / "results", metrics=True)
     assert set(long["variant"]) == set(table["variant"])  # the six, each profiled
     assert long.loc[long["variant"] == "regtile_vd", "config_id"].nunique() == 27
 
@@ -221,7 +218,7 @@ def test_configuration_missing_from_the_capture_is_an_error_naming_it(workflow_c
         mode="replay",
     )  # fmt: skip
     for args in (["-n"], []):
-        proc = snakemake(workflow_copy, "--cores", "1", *args)
+        proc = run_snakemake(workflow_copy, "--cores", "1", *args)
         assert proc.returncode != 0 and "Traceback" not in proc.stderr
         line = next(x for x in proc.stderr.splitlines() if "has no timing record" in x)
         assert line.startswith(
@@ -242,7 +239,7 @@ def test_a_study_of_ones_own_replays_by_configuration(workflow_copy: Path) -> No
                   "variants": {"smem_tiled": {"params": {"TILE": [32]}}, "cublas_fp32": None}}},
         mode="replay",
     )  # fmt: skip
-    proc = snakemake(workflow_copy, "--cores", "2")
+    proc = run_snakemake(workflow_copy, "--cores", "2", "results/mini/table.parquet")
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = pd.read_parquet(workflow_copy / "results" / "mini" / "table.parquet")
     gpu = pd.read_parquet(CAPTURES / "h100-sxm" / "matmul_ladder" / "table.parquet")
@@ -261,7 +258,7 @@ def test_a_replay_measured_otherwise_says_so_in_its_last_lines(workflow_copy: Pa
                            "variants": {"naive": {"params": {"BLOCK_X": [32], "BLOCK_Y": [16]}}}}},
         mode="replay", timing={"min_repeats": 10}, ncu={"clock_control": "base"},
     )  # fmt: skip
-    proc = snakemake(workflow_copy, "--cores", "1")
+    proc = run_snakemake(workflow_copy, "--cores", "1", "results/matmul_ladder/table.parquet")
     assert proc.returncode == 0, proc.stderr[-3000:]
     warned = [line for line in proc.stderr.splitlines() if "warning" in line]
     assert warned == [
@@ -295,7 +292,7 @@ def test_bad_input_gets_one_message_and_no_traceback(
     workflow_copy: Path, experiments: dict, config: list[str], message: str
 ) -> None:
     _write_config(workflow_copy, experiments)
-    proc = snakemake(workflow_copy, "--cores", "1", "-n", *config)
+    proc = run_snakemake(workflow_copy, "--cores", "1", "-n", *config)
     assert proc.returncode == 1
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -312,7 +309,7 @@ def _jobs(proc: subprocess.CompletedProcess) -> list[str]:
 def test_the_mode_is_decided_by_each_job_and_the_dag_is_the_same(workflow_copy: Path) -> None:
     """The DAG is the same whatever the mode; mode gpu on a machine without a GPU is said
     at the start, and each job that finds none fails with the fix."""
-    runs = {m: snakemake(workflow_copy, "--cores", "1", "-n", "--config", f"mode={m}")
+    runs = {m: run_snakemake(workflow_copy, "--cores", "1", "-n", "--config", f"mode={m}")
             for m in ("auto", "replay", "gpu")}  # fmt: skip
     assert all(proc.returncode == 0 for proc in runs.values())
     assert _jobs(runs["auto"]) == _jobs(runs["replay"]) == _jobs(runs["gpu"])
@@ -321,7 +318,7 @@ def test_the_mode_is_decided_by_each_job_and_the_dag_is_the_same(workflow_copy: 
     config["experiments"]["matmul_ladder"]["variants"] = {"cublas_fp32": None}
     config["experiments"]["matmul_ladder"]["sizes"]["M"] = [1024]
     (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config))
-    proc = snakemake(workflow_copy, "--cores", "1", "--config", "mode=gpu")
+    proc = run_snakemake(workflow_copy, "--cores", "1", "--config", "mode=gpu")
     assert proc.returncode == 1
     assert "mode is gpu but CuPy is not installed" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -333,7 +330,7 @@ def test_dry_run_of_2000_configurations(workflow_copy: Path) -> None:
         yaml.safe_load((ROOT / "benchmarks" / "dry_run.yaml").read_text())["experiments"],
     )
     # gpu: a replay of configurations the capture lacks is refused while planning
-    proc = snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=gpu")
+    proc = run_snakemake(workflow_copy, "--cores", "1", "-n", "--config", "mode=gpu")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2000 configurations" in proc.stderr
 
@@ -354,11 +351,12 @@ def test_the_workflow_runs_from_anywhere_with_kernels_outside_it(tmp_path: Path)
     work = tmp_path / "work"
     work.mkdir()
     where = ["-s", str(ROOT / "Snakefile"), "-d", str(work)]
-    dry = snakemake(tmp_path, *where, "--configfile", str(tmp_path / "cfg" / "mine.yaml"), "-n")
+    mine, ladder_file = (str(tmp_path / "cfg" / f"{n}.yaml") for n in ("mine", "ladder"))
+    dry = run_snakemake(tmp_path, *where, "--configfile", mine, "-n")
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "1 configurations, 1 to run" in dry.stderr and "measure" in dry.stdout + dry.stderr
-    run = snakemake(tmp_path, *where, "--configfile", str(tmp_path / "cfg" / "ladder.yaml"),
-                    "--cores", "2")  # fmt: skip
+    run = run_snakemake(tmp_path, *where, "--configfile", ladder_file, "--cores", "2",
+                        "results/matmul_ladder/table.parquet")  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     assert (work / "results" / "matmul_ladder" / "table.parquet").is_file()
     assert "ncuflow: matmul_ladder: 1 ok" in run.stderr
@@ -368,19 +366,23 @@ def test_the_workflow_runs_from_anywhere_with_kernels_outside_it(tmp_path: Path)
     ("study", "experiments", "figures"),
     [
         ("layers", ["classifier", "conv"], []),
-        ("transfer", ["transfer"], ["copy_share", "copy_bandwidth"]),
+        ("transfer", ["transfer"], ["copy_share", "copy_bandwidth", "roofline"]),
     ],
 )
 def test_the_layer_and_transfer_studies_replay_their_gpu_tables(
     workflow_copy: Path, study: str, experiments: list[str], figures: list[str]
 ) -> None:
-    proc = snakemake(workflow_copy, "--cores", "2", "--configfile", f"experiments/{study}.yaml",
-                     "--config", "mode=replay")  # fmt: skip
+    config = yaml.safe_load((ROOT / "experiments" / f"{study}.yaml").read_text())
+    # the tables, and the figures the test reads
+    targets = [f"results/{e}/table.parquet" for e in experiments]
+    targets += [f"results/{e}/{f}.svg" for e in experiments for f in figures]
+    proc = run_snakemake(workflow_copy, *targets, "--cores", "2", "--configfile",
+                         f"experiments/{study}.yaml", "--config", "mode=replay")  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     for experiment in experiments:
         results = workflow_copy / "results" / experiment
         table = pd.read_parquet(results / "table.parquet")
-        gpu = pd.read_parquet(CAPTURES / f"h100-sxm-{study}" / experiment / "table.parquet")
+        gpu = pd.read_parquet(CAPTURES / config["capture"] / experiment / "table.parquet")
         numeric = measured_numbers(gpu)
         pd.testing.assert_frame_equal(table[numeric], gpu[numeric], check_exact=True)
         assert (table["status"].isin(["ok", "skipped"])).all()
@@ -391,15 +393,13 @@ def test_the_layer_and_transfer_studies_replay_their_gpu_tables(
         assert "not profiled" in (results / "roofline.svg").read_text()
 
 
-def test_a_moved_or_copied_project_reruns_nothing(workflow_copy: Path, tmp_path: Path) -> None:
+def test_a_moved_or_copied_project_reruns_nothing(tmp_path: Path) -> None:
     """Plans, command lines and the capture's path are relative to the working folder: a
     project copied elsewhere with its results (times kept) has nothing to do."""
-    args = ("--cores", "2", "--configfile", "experiments/transpose.yaml", "--config",
-            "mode=replay")  # fmt: skip
-    proc = snakemake(workflow_copy, *args)
+    folder, proc = replayed_once("transpose")
     assert proc.returncode == 0, proc.stderr[-3000:]
     moved = tmp_path / "elsewhere" / "project"
-    shutil.copytree(workflow_copy, moved, symlinks=True)  # copy2: modification times kept
-    proc = snakemake(moved, "--dry-run", *args)
+    shutil.copytree(folder, moved, symlinks=True)  # copy2: modification times kept
+    proc = run_snakemake(moved, "--dry-run", *REPLAYS["transpose"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Nothing to be done" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]

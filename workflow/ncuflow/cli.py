@@ -8,6 +8,7 @@ the details of each stage go to its log file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shlex
@@ -225,14 +226,9 @@ def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 
 def _check(args: argparse.Namespace, log: Callable[[str], None]) -> None:
-    from .check.variants import print_check
-    from .files import read_config
-    from .study.config import load_study
+    from .check.command import check
 
-    study = load_study(read_config(args.configfile), args.configfile.resolve().parent)
-    wrong = print_check(study, args.arch)
-    if wrong:
-        raise NcuflowError(f"check: {wrong} variant(s) of {args.configfile} are wrong (above)")
+    check(args.study, args.configfiles, args.config, args.arch)
 
 
 Subparsers = Any  # argparse's _SubParsersAction, which it does not export
@@ -372,8 +368,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("a", type=Path, help="results folder or capture: the baseline (A)")
     p.add_argument("b", type=Path, help="results folder or capture: the one compared (B)")
     p.add_argument("--out", type=Path, default=Path("results/compare"))
-    p = _stage(sub, "check", _check, "check a study's kernels on a machine without a GPU")
-    p.add_argument("configfile", type=Path, nargs="?", default=Path("config.yaml"))
+    p = _stage(sub, "check", _check, "check a study's kernels on a machine without a GPU: "
+               "each variant ok, not checked (not a failure) or WRONG (exit status 1)")  # fmt: skip
+    p.add_argument("study", type=Path, nargs="?", metavar="CONFIGFILE",
+                   help="the study (default: config.yaml); or --configfile")  # fmt: skip
+    p.add_argument("--configfile", "--configfiles", dest="configfiles", type=Path, nargs="+",
+                   default=[], help="as Snakemake's: config files, each merged over the ones "
+                   "before")  # fmt: skip
+    p.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="as Snakemake's: values over the config files' (it takes every word "
+                   "after it: give a config file before it)")  # fmt: skip
     p.add_argument("--arch", default="sm_90", help="what NVRTC compiles for (default: the H100's)")
     p = _stage(sub, "capture", _capture, "save a GPU run's records as a replay capture")
     p.add_argument("name", help="folder name under resources/captures/")
@@ -414,6 +418,8 @@ def copy_command(folder: str, outputs: Iterable[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     log = _logger(args.log)
+    # what is said on stderr anyway goes to the log file too, but never twice to a terminal
+    also_logged = log if args.log is not None else lambda line: None
     started, ok = time.perf_counter(), False
     try:
         hold_for_run()  # while this stage lives, a new run leaves the folder's lock alone
@@ -423,16 +429,18 @@ def main(argv: list[str] | None = None) -> int:
     except Interrupted as exc:  # one line: what is kept, what to type
         line = (f"ncuflow: {args.stage} stopped by {exc}; what it measured and profiled is "
                 "kept: run the same snakemake command again to go on")  # fmt: skip
-        log(line)
+        also_logged(line)
         print(line, file=sys.stderr)
         return 130
     except NcuflowError as exc:  # one line, in the log too
-        log(f"ncuflow: {exc}")
+        also_logged(f"ncuflow: {exc}")
         print(f"ncuflow: {exc}", file=sys.stderr)
         return 1
     except Exception:  # a bug: its traceback, in the log too
-        log(traceback.format_exc())
+        also_logged(traceback.format_exc())
         raise
     finally:
-        record_stage(args.stage, time.perf_counter() - started, ok)
+        # a signal that comes as the stage ends finds its work done: nothing more to say
+        with contextlib.suppress(Interrupted):
+            record_stage(args.stage, time.perf_counter() - started, ok)
     return 0

@@ -12,6 +12,13 @@ def key_path(parts: Sequence[Any]) -> str:
     return text.lstrip(".") or "(top level)"
 
 
+def shown(value: Any, most: int = 60) -> str:
+    """A value as a message quotes it (its repr), cut at ``most`` characters: a message stays
+    one short line whatever the value (a --config value of thousands of brackets, say)."""
+    text = repr(value)
+    return text if len(text) <= most else f"{text[: most - 1]}…"
+
+
 class NcuflowError(Exception):
     """An error caused by the user's input or environment, shown without a traceback."""
 

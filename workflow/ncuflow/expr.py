@@ -11,6 +11,7 @@ about ten times faster than by walking the tree each time. No text is ever evalu
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 from collections.abc import Callable, Mapping
@@ -108,24 +109,7 @@ class Expr:
 
     def __init__(self, text: str | int | float) -> None:
         self.text = str(text).strip()
-        shown = self.text if len(self.text) <= 80 else self.text[:77] + "..."
-        if len(self.text) > _MAX_LENGTH:
-            raise ExprError(f"expression {shown!r} is longer than {_MAX_LENGTH} characters")
-        try:
-            tree = ast.parse(self.text, mode="eval")
-        except SyntaxError as exc:
-            # YAML splits a flow list ([a, b]) at every comma, a call's own ones too
-            cut = self.text.count("(") != self.text.count(")")
-            hint = ("; it looks cut at a comma: YAML splits a [...] list at every comma, so "
-                    "quote an expression that holds one ('min(a, b)')") if cut else ""  # fmt: skip
-            raise ExprError(f"cannot parse expression {shown!r}: {exc.msg}{hint}") from None
-        except (RecursionError, MemoryError):
-            raise ExprError(f"expression {shown!r} is nested too deeply") from None
-        self._root = tree.body
-        if _depth(self._root) > _MAX_DEPTH:
-            raise ExprError(f"expression {shown!r} is nested deeper than {_MAX_DEPTH} levels")
-        self.names: frozenset[str] = frozenset(self._check(self._root))
-        self._function = _compile(self.text)
+        self._root, self.names, self._function = _parsed(self.text)
 
     @property
     def is_condition(self) -> bool:
@@ -146,38 +130,6 @@ class Expr:
             return tuple(Expr(ast.unparse(e)) for e in self._root.elts)
         return (self,)
 
-    def _check(self, node: ast.AST) -> set[str]:
-        """Reject anything that is not arithmetic; return the names used."""
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool | int | float):
-                return set()
-            raise ExprError(f"{self.text!r}: only numbers are allowed, not {node.value!r}")
-        if isinstance(node, ast.Name):
-            if node.id in FUNCTIONS:
-                raise ExprError(f"{self.text!r}: function {node.id} must be called")
-            return {node.id}
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            return self._check(node.left) | self._check(node.right)
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return self._check(node.operand)
-        if isinstance(node, ast.BoolOp):
-            return set().union(*(self._check(v) for v in node.values))
-        if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
-            return set().union(self._check(node.left), *(self._check(c) for c in node.comparators))
-        if isinstance(node, ast.Tuple):
-            return set().union(*(self._check(e) for e in node.elts))
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-                allowed = ", ".join(sorted(FUNCTIONS))
-                raise ExprError(f"{self.text!r}: only these functions may be called: {allowed}")
-            if node.keywords:
-                raise ExprError(f"{self.text!r}: keyword arguments are not allowed")
-            return set().union(*(self._check(a) for a in node.args))
-        raise ExprError(
-            f"{self.text!r}: {type(node).__name__} is not allowed; use numbers, names, "
-            "+ - * / // % **, comparisons, and/or/not, and " + ", ".join(sorted(FUNCTIONS))
-        )
-
     def __call__(self, env: Mapping[str, Number]) -> Any:
         try:
             return self._function(env)
@@ -191,6 +143,62 @@ class Expr:
             ) from None
         except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
             raise ExprError(f"cannot evaluate {self.text!r}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> tuple[ast.AST, frozenset[str], Callable[[Mapping[str, Number]], Any]]:
+    """An expression's checked tree, its names and its function, made once per text and
+    process: a family's expressions repeat across its variants, and every process that loads
+    a family reads them all (an error is raised again each time, never kept)."""
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    if len(text) > _MAX_LENGTH:
+        raise ExprError(f"expression {shown!r} is longer than {_MAX_LENGTH} characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        # YAML splits a flow list ([a, b]) at every comma, a call's own ones too
+        cut = text.count("(") != text.count(")")
+        hint = ("; it looks cut at a comma: YAML splits a [...] list at every comma, so "
+                "quote an expression that holds one ('min(a, b)')") if cut else ""  # fmt: skip
+        raise ExprError(f"cannot parse expression {shown!r}: {exc.msg}{hint}") from None
+    except (RecursionError, MemoryError):
+        raise ExprError(f"expression {shown!r} is nested too deeply") from None
+    if _depth(tree.body) > _MAX_DEPTH:
+        raise ExprError(f"expression {shown!r} is nested deeper than {_MAX_DEPTH} levels")
+    return tree.body, frozenset(_names(text, tree.body)), _compile(text)
+
+
+def _names(text: str, node: ast.AST) -> set[str]:
+    """Reject anything that is not arithmetic; return the names used."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool | int | float):
+            return set()
+        raise ExprError(f"{text!r}: only numbers are allowed, not {node.value!r}")
+    if isinstance(node, ast.Name):
+        if node.id in FUNCTIONS:
+            raise ExprError(f"{text!r}: function {node.id} must be called")
+        return {node.id}
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _names(text, node.left) | _names(text, node.right)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _names(text, node.operand)
+    if isinstance(node, ast.BoolOp):
+        return set().union(*(_names(text, v) for v in node.values))
+    if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        return set().union(_names(text, node.left), *(_names(text, c) for c in node.comparators))
+    if isinstance(node, ast.Tuple):
+        return set().union(*(_names(text, e) for e in node.elts))
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            allowed = ", ".join(sorted(FUNCTIONS))
+            raise ExprError(f"{text!r}: only these functions may be called: {allowed}")
+        if node.keywords:
+            raise ExprError(f"{text!r}: keyword arguments are not allowed")
+        return set().union(*(_names(text, a) for a in node.args))
+    raise ExprError(
+        f"{text!r}: {type(node).__name__} is not allowed; use numbers, names, "
+        "+ - * / // % **, comparisons, and/or/not, and " + ", ".join(sorted(FUNCTIONS))
+    )
 
 
 def _power(left: Any, right: Any) -> Any:

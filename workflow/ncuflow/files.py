@@ -4,29 +4,45 @@ strict YAML (a key written twice is an error, never silently the last one)."""
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .errors import ConfigError, NcuflowError, key_path
+from .errors import ConfigError, NcuflowError, key_path, shown
 from .vocab import USER_CACHE_ENV
+
+# The byte order marks an editor may begin a file with when it saves it as UTF-16 or
+# UTF-32 (UTF-32's little-endian one starts as UTF-16's does: it is looked for first).
+BYTE_ORDER_MARKS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+                    (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))  # fmt: skip
 
 
 def read_text(path: Path) -> str:
     """A text file the user wrote (a config, family.yaml, a kernel): UTF-8, or one message
-    that names the file, the line and the byte."""
-    data = Path(path).read_bytes()
+    that names the file, the line and the byte (or the encoding its byte order mark names)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise NcuflowError(f"{path}: no such file") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        encoding = next((name for mark, name in BYTE_ORDER_MARKS if data.startswith(mark)), "")
+        if encoding:
+            raise NcuflowError(f"{path}: line 1: the file is {encoding} (it starts with a "
+                               f"{encoding} byte order mark); save the file as UTF-8"
+                               ) from None  # fmt: skip
         line = data[: exc.start].count(b"\n") + 1
         raise NcuflowError(f"{path}: line {line}: byte 0x{data[exc.start]:02x} is not UTF-8; "
-                           "save the file as UTF-8") from None  # fmt: skip
+                           "save the file as UTF-8 (it was saved as Latin-1 or another "
+                           "encoding)") from None  # fmt: skip
 
 
 def local_path(path: Path | str) -> Path:
@@ -151,32 +167,145 @@ def write_json(path: Path, data: Any, sort_keys: bool = True) -> None:
 # The most values a config file may stand for once its aliases (*name) are expanded: a few
 # levels of aliases of aliases make billions (every reader of the config walks them all).
 MAX_EXPANDED = 1_000_000
+# The deepest a YAML text or a config may nest mappings and lists (a study needs 7, the
+# config's schema 14): the pure-Python YAML parser and the walks of a config recurse once a
+# level, and would end in a RecursionError at about a thousand.
+MAX_DEPTH = 32
+TOO_DEEP = f"mappings and lists nested deeper than {MAX_DEPTH} levels"
+DEPTH_EXPECTED = f"expected at most {MAX_DEPTH} (a study needs 7)"
+
+
+class YamlError(yaml.YAMLError):
+    """A YAML text that cannot be read, in one line: what is wrong, its line and column,
+    the line itself and what is expected (PyYAML's own message takes several lines)."""
+
+
+class _PythonLoader(yaml.SafeLoader):
+    """PyYAML's pure-Python loader, which refuses a text nested deeper than MAX_DEPTH as it
+    composes it: its composer recurses once a level."""
+
+    depth = 0
+
+    def compose_sequence_node(self, anchor: Any) -> Any:
+        return self._deeper(super().compose_sequence_node, anchor)
+
+    def compose_mapping_node(self, anchor: Any) -> Any:
+        return self._deeper(super().compose_mapping_node, anchor)
+
+    def _deeper(self, compose: Callable[[Any], Any], anchor: Any) -> Any:
+        if self.depth == MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(problem=TOO_DEEP, problem_mark=mark,
+                                              note=DEPTH_EXPECTED)  # fmt: skip
+        self.depth += 1
+        try:
+            return compose(anchor)
+        finally:
+            self.depth -= 1
 
 
 # libyaml's parser where PyYAML was built with it: the same nodes and values, several times
 # faster (a study reads a YAML text per variant and family, in every process that loads
 # them). A text it refuses is read again by the pure-Python parser, whose message is the one
 # shown (and the one that decides).
-FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+FAST_LOADER = getattr(yaml, "CSafeLoader", _PythonLoader)
+# What to do about what YAML's parser found, where its message names only that.
+HINTS = {
+    "found character '\\t' that cannot start any token": "indent with spaces: YAML allows "
+    "no tab there",
+    "found undefined alias": "an alias (*name) repeats an anchor (&name) written before it "
+    "in the file: write the anchor first, or quote a text that starts with *",
+}
 
 
-def _parsed(read: Any, text: str) -> Any:
-    """``read`` (yaml.compose or yaml.load) by the fast loader, and by the pure-Python one
-    where the fast one refuses the text (its message is the one shown)."""
-    try:
-        return read(text, Loader=FAST_LOADER)
-    except yaml.YAMLError:
-        return read(text, Loader=yaml.SafeLoader)
+def _one_line(exc: yaml.YAMLError, text: str) -> str:
+    """PyYAML's error in one line: what it found (while doing what, from where), at which
+    line and column, that line as written, and what to do where that is known."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return " ".join(str(exc).split())
+    found = exc.problem or ""
+    if exc.context:
+        at = exc.context_mark
+        since = f" (line {at.line + 1}, column {at.column + 1})" if at and (
+            exc.problem_mark is None or at.line != exc.problem_mark.line) else ""  # fmt: skip
+        found = f"{exc.context}{since}, {found}"
+    mark = exc.problem_mark or exc.context_mark
+    if mark is not None:
+        lines = text.splitlines()
+        written = lines[mark.line].strip(" ") if mark.line < len(lines) else ""
+        found += f" at line {mark.line + 1}, column {mark.column + 1}"
+        found += f": {shown(written)}" if written else ""
+    hint = exc.note or next((h for start, h in HINTS.items() if start in found), "")
+    return f"{found}; {hint}" if hint else found
+
+
+def too_deep(root: Any, children: Callable[[Any], list[tuple[Any, Any]] | None]
+             ) -> tuple[list[Any], Any, bool] | None:  # fmt: skip
+    """Where ``root`` nests mappings and lists deeper than MAX_DEPTH, or holds itself (an
+    alias inside its own anchor's value): the steps to that mapping or list, it, and whether
+    it holds itself; None where neither. ``children`` gives a mapping's or list's (step,
+    child) pairs, None for anything else. Each is walked once, however many aliases name it."""
+    height: dict[int, int] = {}  # levels of mappings and lists from each one walked down
+    holding: set[int] = set()  # those whose walk is under way: the path to the current one
+    # (item, its level, the steps to it as (step, the steps before), its children once walked)
+    pending: list[tuple[Any, int, Any, Any]] = [(root, 1, None, None)]
+    while pending:
+        item, level, trail, walked = pending.pop()
+        if walked is not None:  # its children are done
+            holding.discard(id(item))
+            height[id(item)] = 1 + max((height.get(id(c), 0) for _, c in walked), default=0)
+            continue
+        below = children(item)
+        if below is None:
+            continue
+        if id(item) in holding or level - 1 + height.get(id(item), 1) > MAX_DEPTH:
+            steps = []
+            while trail:
+                step, trail = trail
+                steps.insert(0, step)
+            return steps, item, id(item) in holding
+        if id(item) not in height:
+            holding.add(id(item))
+            pending.append((item, level, trail, below))
+            pending += [(child, level + 1, (step, trail), None) for step, child in below]
+    return None
+
+
+def _node_children(node: Any) -> list[tuple[Any, Any]] | None:
+    """A YAML node's keys and values (a mapping), or items (a list), with their places."""
+    if isinstance(node, yaml.MappingNode):
+        return [(i, child) for i, pair in enumerate(node.value) for child in pair]
+    return list(enumerate(node.value)) if isinstance(node, yaml.SequenceNode) else None
 
 
 def compose_yaml(text: str) -> Any:
-    """The node tree of a YAML text (yaml.YAMLError where it is not valid YAML)."""
-    return _parsed(yaml.compose, text)
+    """The node tree of a YAML text, or YamlError (one line) where it is not valid YAML or
+    nests deeper than MAX_DEPTH (aliases followed)."""
+    try:
+        try:
+            root = yaml.compose(text, Loader=FAST_LOADER)
+        except yaml.YAMLError:  # the pure-Python parser's message is the one shown
+            root = yaml.compose(text, Loader=_PythonLoader)
+        deep = too_deep(root, _node_children)
+        if deep:
+            problem, note = (("an alias inside its own anchor's value (&a [*a]) nests it "
+                              "without end", "expected an alias after its anchor's value")
+                             if deep[2] else (TOO_DEEP, DEPTH_EXPECTED))  # fmt: skip
+            raise yaml.composer.ComposerError(problem=problem, note=note,
+                                              problem_mark=deep[1].start_mark)  # fmt: skip
+    except yaml.YAMLError as exc:
+        raise YamlError(_one_line(exc, text)) from None
+    return root
 
 
 def load_yaml(text: str) -> Any:
-    """The values of a YAML text, with YAML's safe tags only (yaml.YAMLError otherwise)."""
-    return _parsed(yaml.load, text)
+    """The values of a YAML text, with YAML's safe tags only: YamlError (one line) otherwise,
+    or where the text is not valid YAML (compose_yaml)."""
+    root = compose_yaml(text)
+    try:
+        return None if root is None else yaml.constructor.SafeConstructor().construct_document(root)
+    except yaml.YAMLError as exc:  # a tag YAML's safe loader does not take
+        raise YamlError(_one_line(exc, text)) from None
 
 
 def duplicate_keys(text: str, source: str) -> None:
@@ -186,7 +315,7 @@ def duplicate_keys(text: str, source: str) -> None:
     and its lines. Each node is checked once, however many aliases name it."""
     try:
         root = compose_yaml(text)
-    except yaml.YAMLError as exc:
+    except YamlError as exc:
         raise ConfigError("(top level)", f"{source} is not valid YAML: {exc}") from None
     if root is None:
         return
@@ -239,15 +368,9 @@ def _expanded(root: Any) -> int:
             continue
         counts[id(node)] = 0
         order.append(node)
-        if isinstance(node, yaml.MappingNode):
-            pending += [child for pair in node.value for child in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            pending += node.value
+        pending += [child for _, child in _node_children(node) or ()]
     for node in reversed(order):  # children first
-        children = ([c for pair in node.value for c in pair]
-                    if isinstance(node, yaml.MappingNode)
-                    else node.value if isinstance(node, yaml.SequenceNode) else [])  # fmt: skip
-        counts[id(node)] = 1 + sum(counts[id(c)] for c in children)
+        counts[id(node)] = 1 + sum(counts[id(c)] for _, c in _node_children(node) or ())
     return counts[id(root)]
 
 
@@ -270,13 +393,15 @@ def _only_plain(value: Any, where: list, path: Path) -> None:
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """A config file, refused with one message if it writes a key twice, a key that is not
-    a name, too many values through aliases, or a YAML tag other than the plain ones."""
+    """A config file, refused with one message (its line where it has one) if it is not
+    UTF-8 or not valid YAML (a tab in its indentation, an alias without its anchor), if it
+    nests deeper than MAX_DEPTH, writes a key twice or a key that is not a name, stands for
+    too many values through aliases, or holds a YAML tag other than the plain ones."""
     text = read_text(path)
     duplicate_keys(text, str(path))
     try:
         data = load_yaml(text)
-    except yaml.YAMLError as exc:  # a tag ncuflow never reads (!!python/name:...)
+    except YamlError as exc:  # a tag ncuflow never reads (!!python/name:...)
         raise ConfigError("(top level)", f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError("(top level)", f"{path} holds no mapping of keys")

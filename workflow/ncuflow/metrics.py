@@ -309,3 +309,17 @@ def required_metrics(tensor: Iterable[str] = TENSOR) -> list[str]:
 def base_name(metric: str) -> str:
     """'dram__bytes.sum.peak_sustained' → 'dram__bytes' (what ncu --query-metrics lists)."""
     return metric.split(".", 1)[0]
+
+
+# What ncu collects on every GPU that `ncu --query-metrics` does not list (it lists the
+# GPU's counters): besides the launch's statistics and occupancy limits (launch__*), the
+# theoretical occupancy the Occupancy section computes and the warp instructions executed
+# as the source counters count them (each asked for alone with --metrics on an H200,
+# 2026-11-28: accepted, one value per kernel).
+UNLISTED = {"sm__maximum_warps_per_active_cycle_pct", "inst_executed"}
+
+
+def unlisted(metric: str) -> bool:
+    """Whether ncu collects ``metric`` on every GPU though its listing does not name it."""
+    base = base_name(metric)
+    return base.startswith("launch__") or base in UNLISTED

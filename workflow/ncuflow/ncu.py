@@ -23,7 +23,7 @@ from typing import Any
 from .children import spawn, stop
 from .errors import NcuflowError
 from .files import atomic_write, temporary_beside, user_cache
-from .metrics import base_name
+from .metrics import base_name, unlisted
 from .vocab import NVTX_PREFIX
 
 PERMISSION_HELP = (
@@ -147,12 +147,22 @@ def _metric_listing(ncu: str) -> str:
     return proc.stdout
 
 
+def _listed_metrics(listing: str) -> set[str]:
+    """The base metrics an ``ncu --query-metrics`` listing names: the first word of each line
+    where it is a counter's name (``unit__name``); its header lines and the lines a long
+    description wraps onto are not."""
+    words = (line.split(maxsplit=1)[0] for line in listing.splitlines()
+             if line.strip() and not line[0].isspace())  # fmt: skip
+    return {word for word in words if "__" in word}
+
+
 def available_metrics(ncu: str, wanted: Sequence[str], log: Callable[[str], None]) -> list[str]:
-    """The metrics of ``wanted`` that this GPU has (ncu refuses a run that asks for one it
-    lacks: fp8 tensor counters before Hopper, say); the rest are logged, never asked for."""
-    listing = _metric_listing(ncu)
-    bases = {line.split()[0] for line in listing.splitlines() if "__" in line.split(" ")[0]}
-    kept = [m for m in wanted if base_name(m) in bases or m.startswith("launch__")]
+    """The metrics of ``wanted`` that this GPU has: those its listing names and those ncu
+    collects everywhere unlisted (metrics.unlisted). ncu refuses a run that asks for a
+    counter the GPU lacks (fp8 tensor counters before Hopper, say): those are logged, never
+    asked for."""
+    bases = _listed_metrics(_metric_listing(ncu))
+    kept = [m for m in wanted if base_name(m) in bases or unlisted(m)]
     missing = sorted(set(wanted) - set(kept))
     if missing:
         log(f"this GPU has no {len(missing)} of the registry's metrics: {', '.join(missing)}")

@@ -11,7 +11,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, key_path
+from .errors import ConfigError, key_path, shown
 from .files import load_yaml
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
@@ -41,9 +41,9 @@ def _alternatives(err: Any) -> str:
     branches = list(err.context or ())
     if branches and all(b.validator == "type" for b in branches):
         wanted = " or ".join(str(b.validator_value) for b in branches)
-        return f"{err.instance!r} is {_kind(err.instance)}, not {wanted}"
+        return f"{shown(err.instance)} is {_kind(err.instance)}, not {wanted}"
     others = [b for b in branches if b.validator != "type"]
-    return others[0].message if len(others) == 1 else f"{err.instance!r} is not valid"
+    return others[0].message if len(others) == 1 else f"{shown(err.instance)} is not valid"
 
 
 def _message(err: Any) -> ConfigError:
@@ -54,16 +54,16 @@ def _message(err: Any) -> ConfigError:
         message = _alternatives(err)
     elif err.validator == "enum":
         choices = ", ".join(map(str, err.validator_value))
-        message = f"{err.instance!r} is not a valid choice; valid: {choices}"
+        message = f"{shown(err.instance)} is not a valid choice; valid: {choices}"
     elif err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = list(err.schema.get("properties", {}))
         extra = next(k for k in err.instance if k not in allowed)
         path.append(extra)
         message = f"unknown key {extra!r}; valid: {', '.join(allowed)}"
     elif err.validator == "pattern":
-        message = f"{err.instance!r} holds characters that are not allowed"
+        message = f"{shown(err.instance)} holds characters that are not allowed"
     elif err.validator == "type":
-        message = f"{err.instance!r} is {_kind(err.instance)}, not {err.validator_value}"
+        message = f"{shown(err.instance)} is {_kind(err.instance)}, not {err.validator_value}"
     else:
         message = err.message
     description, node = None, err

@@ -27,7 +27,11 @@ LATENCY_PCT = 60.0  # ncu's line: under this share of every peak, nothing is sat
 BAND_POINTS = 2.5  # within this of the line, a verdict is borderline
 TIE_POINTS = 10.0  # memory and compute this close are balanced (both named)
 IDLE_SM_PCT = 80.0  # SMs with no resident warp for over a fifth of the time: a launch limit
+SMALL_GRID_WAVES = 1  # ncu's SOLBottleneck: a grid under one wave is a "Small Grid"
 OCCUPANCY_LOW_PCT = 25.0
+ACHIEVED_GAP_POINTS = 10.0  # ncu's AchievedOccupancy rule: achieved this far under theoretical
+OCCUPANCY_RULES = {"AchievedOccupancy", "TheoreticalOccupancy"}  # ncu's advice on occupancy
+OCCUPANCY_LIMITS = ("registers", "shared_mem", "warps", "blocks")  # launch__occupancy_limit_*
 ATOMIC_HOT_PCT = 60.0  # one L2 slice's atomic units this busy: contention
 FLOPS_OFF = 0.01  # counted FLOPs this far from the declared ones are flagged
 
@@ -174,38 +178,75 @@ def _compute(row: Mapping[str, Any], measured: Mapping[str, Any]) -> tuple[float
     return sm, pipe or "sm", f"{pipe_text} while {flop_text}: instructions other than FLOPs fill it"
 
 
+def _grid(row: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Waves or tail where the launch leaves SMs idle or underfilled, else None."""
+    waves = _nan(row.get("waves_per_sm"))
+    active = _nan(row.get("sm_active_pct"))
+    if waves < SMALL_GRID_WAVES:
+        if active < IDLE_SM_PCT or not math.isfinite(active):
+            what = f"SMs active {active:.0f} % of the time: SMs idle for want of blocks"
+        else:  # every SM has a block, but fewer warps than it could hold
+            what = (f"each SM holds fewer warps than it could (achieved occupancy "
+                    f"{_nan(row.get('achieved_occupancy_pct')):.0f} % of a theoretical "
+                    f"{_nan(row.get('theoretical_occupancy_pct')):.0f} %)")  # fmt: skip
+        return "waves", (
+            f"a small grid: it fills {100 * waves:.0f} % of one wave "
+            f"(launch__waves_per_multiprocessor {waves:.2f}, ncu's Small Grid under "
+            f"{SMALL_GRID_WAVES}); {what}")  # fmt: skip
+    if active < IDLE_SM_PCT:
+        return "tail", (
+            f"SMs active {active:.0f} % of the time over {waves:.2f} waves: the last, partial "
+            "wave (or uneven blocks) leaves SMs idle")  # fmt: skip
+    return None
+
+
+def _occupancy(row: Mapping[str, Any]) -> str | None:
+    """Why occupancy limits, where it does (ncu's first advice is an occupancy rule, or
+    achieved or theoretical occupancy is at most OCCUPANCY_LOW_PCT), else None: the gap
+    between achieved and theoretical occupancy, or the launch limit that caps theoretical
+    occupancy below 100 %."""
+    achieved = _nan(row.get("achieved_occupancy_pct"))
+    theoretical = _nan(row.get("theoretical_occupancy_pct"))
+    first = str(row.get("top_finding_rule") or "")
+    low = theoretical <= OCCUPANCY_LOW_PCT or achieved <= OCCUPANCY_LOW_PCT
+    if first not in OCCUPANCY_RULES and not low:
+        return None
+    limits = {k: _nan(row.get(f"occupancy_limit_{k}")) for k in OCCUPANCY_LIMITS}
+    limits = {k: v for k, v in limits.items() if math.isfinite(v)}
+    fewest = min(limits.values(), default=math.nan)
+    binding = [k for k, v in limits.items() if v == fewest]  # ncu names every tied limit
+    named = ", ".join(f"launch__occupancy_limit_{k}" for k in binding)
+    # only a limit that caps theoretical occupancy is named, and only where a report has one
+    capped = (f", limited by {' and '.join(binding)} ({named} {fewest:.0f} blocks per SM)"
+              if binding and theoretical < 100 else "")  # fmt: skip
+    advised = f"; ncu's first advice is {first}" if first in OCCUPANCY_RULES else ""
+    gap = theoretical - achieved > ACHIEVED_GAP_POINTS
+    if first == "AchievedOccupancy" or (gap and first != "TheoreticalOccupancy"):
+        return (f"achieved occupancy {achieved:.0f} % (sm__warps_active) against a theoretical "
+                f"{theoretical:.0f} %{capped}: warps end unevenly or wait to be "
+                f"scheduled{advised}")  # fmt: skip
+    shown = f"{theoretical:.0f} %" if math.isfinite(theoretical) else "not in the report"
+    return (f"theoretical occupancy {shown}{capped}; achieved {achieved:.0f} % "
+            f"(sm__warps_active){advised}")  # fmt: skip
+
+
 def _latency(row: Mapping[str, Any]) -> tuple[str, str]:
     """The limiter of a kernel that saturates nothing, and why."""
     hot = _nan(row.get("l2_atomic_busiest_slice_pct"))
-    waves = _nan(row.get("waves_per_sm"))
-    active = _nan(row.get("sm_active_pct"))
-    achieved = _nan(row.get("achieved_occupancy_pct"))
-    theoretical = _nan(row.get("theoretical_occupancy_pct"))
     if hot >= ATOMIC_HOT_PCT:
         average = _nan(row.get("util_l2_pct"))
         return "atomics", (
             f"atomic contention: the busiest L2 slice's atomic units at {hot:.0f} % "
             f"(lts__d_atomic_input_cycles_active.max) while L2 as a whole is at {average:.0f} %: "
             "updates to few addresses serialize in the slices that hold them")  # fmt: skip
-    if active < IDLE_SM_PCT or (waves < 1 and not math.isfinite(active)):
-        if waves < 1:
-            return "waves", (
-                f"the grid fills {100 * waves:.0f} % of one wave "
-                f"(launch__waves_per_multiprocessor {waves:.2f}); SMs active {active:.0f} % "
-                "of the time: SMs idle for want of blocks")  # fmt: skip
-        return "tail", (
-            f"SMs active {active:.0f} % of the time over {waves:.2f} waves: the last, partial "
-            "wave (or uneven blocks) leaves SMs idle")  # fmt: skip
-    if theoretical <= OCCUPANCY_LOW_PCT or achieved <= OCCUPANCY_LOW_PCT:
-        limits = {k: _nan(row.get(f"occupancy_limit_{k}"))
-                  for k in ("registers", "shared_mem", "warps", "blocks")}  # fmt: skip
-        limits = {k: v for k, v in limits.items() if math.isfinite(v)}
-        by = min(limits, key=limits.__getitem__) if limits else "unknown"
-        return "occupancy", (
-            f"achieved occupancy {achieved:.0f} % (sm__warps_active), theoretical "
-            f"{theoretical:.0f} %, limited by {by} (launch__occupancy_limit_{by} "
-            f"{limits.get(by, math.nan):.0f} blocks per SM)")  # fmt: skip
+    grid = _grid(row)
+    if grid is not None:
+        return grid
+    occupancy = _occupancy(row)
+    if occupancy is not None:
+        return "occupancy", occupancy
     issue = _nan(row.get("issue_active_pct"))
+    achieved = _nan(row.get("achieved_occupancy_pct"))
     stall = str(row.get("top_stall") or "")
     waits = (f"warps wait mostly on {stall} ({_nan(row.get(f'stall_{stall}_pct')):.0f} % of the "
              f"cycles between issues)") if stall else "warps wait on dependencies"  # fmt: skip

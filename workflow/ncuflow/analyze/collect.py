@@ -234,7 +234,7 @@ def collect(
     table["bound_agrees"] = table["bound_agrees"].astype("boolean")
     for column in ("time_note", "bound", "bound_level", "bound_reason", "roof", "device",
                    "capture_mismatch", "ncu_bottleneck", "ncu_bottleneck_message",
-                   "top_finding", "top_stall", "flops_check"):  # fmt: skip
+                   "top_finding", "top_finding_rule", "top_stall", "flops_check"):  # fmt: skip
         table[column] = table[column].astype("string")
     for column in ("repeats", "registers_per_thread", "ncu_kernels", "dynamic_smem"):
         table[column] = table[column].astype("Float64").astype("Int64")

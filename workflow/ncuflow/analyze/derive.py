@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
 from ..breakdown import ATOMIC_PART, MAX_PCT, MEMORY_UNITS, PCT, SM_PIPES, Part
 from ..metrics import COLUMNS, EXTRA_METRICS
+from ..profile.long_table import one_report
 
 KEYS = ["config_id", "kernel_id", "kernel_name"]
 # Each unit of the Speed of Light breakdown: its utilization (the largest of its parts, %
@@ -45,13 +47,22 @@ def unit_values(get: Callable[[str], float]) -> dict[str, float | str]:
 
 
 def kernel_table(long: pd.DataFrame) -> pd.DataFrame:
-    """One row per profiled kernel: the registry's columns and the bound rule's inputs."""
-    wide = long.pivot_table(index=KEYS, columns="metric", values="value", aggfunc="first")
+    """One row per profiled kernel, in the order of (config_id, kernel_id, kernel_name): the
+    registry's columns and the bound rule's inputs (each configuration's kernels of one
+    report: long_table.one_report). A metric's first value that is not NaN counts."""
+    long = one_report(long)
+    values: dict[tuple, dict[str, float]] = {}
+    # plain lists, not a pivot: a table of thousands of kernels is read in a blink
+    for *key, metric, value in zip(*(long[c].tolist() for c in [*KEYS, "metric", "value"]),
+                                   strict=True):  # fmt: skip
+        if value == value:  # NaN is no value
+            values.setdefault(tuple(key), {}).setdefault(metric, value)
     rows = []
-    for key, values in zip(wide.index, wide.to_dict("records"), strict=True):
+    for key in sorted(values):
+        found = values[key]
 
-        def get(metric: str, values: dict = values) -> float:
-            value = values.get(metric, math.nan)
+        def get(metric: str, found: dict = found) -> float:
+            value = found.get(metric)
             return math.nan if value is None else float(value)
 
         row = dict(zip(KEYS, key, strict=True))
@@ -62,17 +73,22 @@ def kernel_table(long: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*KEYS, *COLUMNS, *EXTRA_METRICS, *BREAKDOWN_COLUMNS])
 
 
-def _reduce(group: pd.DataFrame, reduce: str, column: str, weights: pd.Series) -> float | str:
-    values = group[column]
+def _reduce(values: np.ndarray, reduce: str, weights: np.ndarray, longest: int) -> float | str:
+    """One column's values over a configuration's kernels: summed, weighted by ``weights``
+    (the kernels' durations), or the ``longest`` kernel's."""
+    if reduce == "longest":
+        value = values[longest]
+        return value if isinstance(value, str) else float(value)
+    known = ~np.isnan(values)
+    if not known.any():
+        return math.nan
+    filled = np.where(known, values, 0.0)
     if reduce == "sum":
-        return float(values.sum(min_count=1))
-    if reduce == "weighted":
-        total = float(weights.sum())
-        if values.isna().all() or total <= 0:
-            return float(values.mean())
-        return float((values.fillna(0.0) * weights).sum() / total)
-    longest = values.loc[weights.idxmax()]
-    return longest if isinstance(longest, str) else float(longest)
+        return float(filled.sum())
+    total = float(weights.sum())
+    if total <= 0:  # no duration: the plain mean
+        return float(filled.sum() / known.sum())
+    return float((filled * weights).sum() / total)
 
 
 def config_metrics(long: pd.DataFrame) -> pd.DataFrame:
@@ -82,19 +98,26 @@ def config_metrics(long: pd.DataFrame) -> pd.DataFrame:
     if long.empty:
         return pd.DataFrame(columns=names)
     kernels = kernel_table(long)
+    # each column once as an array (text columns as objects), each configuration's kernels
+    # as positions in it: NumPy over a handful of kernels, not pandas over each one
+    reduces = {name: column.reduce for name, column in COLUMNS.items()}
+    reduces |= {m: "longest" if m.endswith("_by") else "weighted"  # _by: what decided it
+                for m in [*EXTRA_METRICS, *BREAKDOWN_COLUMNS]}  # fmt: skip
+    arrays = {name: kernels[name].to_numpy(dtype=None if name.endswith("_by") else float)
+              for name in reduces}  # fmt: skip
+    durations = np.nan_to_num(kernels["ncu_time_ms"].to_numpy(dtype=float), nan=0.0)
     rows = []
-    for config_id, group in kernels.groupby("config_id", sort=False):
-        weights = group["ncu_time_ms"].fillna(0.0)
-        row: dict[str, object] = {"config_id": config_id, "ncu_kernels": len(group)}
-        for name, column in COLUMNS.items():
-            row[name] = _reduce(group, column.reduce, name, weights)
-        for metric in [*EXTRA_METRICS, *BREAKDOWN_COLUMNS]:
-            by_longest = metric.endswith("_by")  # the part that decided the longest kernel
-            row[metric] = _reduce(group, "longest" if by_longest else "weighted", metric, weights)
-        longest = group.loc[weights.idxmax()]
-        memory = [longest[f"util_{u}_pct"] for u in MEMORY_UNITS]
-        memory = [float(v) for v in [*memory, longest["memory_throughput_pct"]] if pd.notna(v)]
+    for config_id, at in kernels.groupby("config_id", sort=False).indices.items():
+        weights = durations[at]
+        first = int(np.argmax(weights))  # the first of the longest kernels
+        longest = int(at[first])
+        row: dict[str, object] = {"config_id": config_id, "ncu_kernels": len(at)}
+        for name, reduce in reduces.items():
+            row[name] = _reduce(arrays[name][at], reduce, weights, first)
+        memory = [arrays[f"util_{u}_pct"][longest] for u in MEMORY_UNITS]
+        memory = [float(v) for v in [*memory, arrays["memory_throughput_pct"][longest]]
+                  if not math.isnan(v)]  # fmt: skip
         row["longest_kernel_memory_pct"] = max(memory) if memory else math.nan
-        row["longest_kernel_sm_pct"] = float(longest["sm_throughput_pct"])
+        row["longest_kernel_sm_pct"] = float(arrays["sm_throughput_pct"][longest])
         rows.append(row)
     return pd.DataFrame(rows, columns=names)

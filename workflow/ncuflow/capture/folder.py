@@ -17,12 +17,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from ..errors import NcuflowError
 from ..files import read_json
 from ..plan import Plan, read_records, records_json
-from ..profile.long_table import write_long
 from ..vocab import (
     CAPTURE_INFO,
     DEVICE,
@@ -80,6 +77,10 @@ def save_capture(
     """Copy a GPU run's records and plans into resources/captures/<name>/ (replacing what
     was there), with the run's ncu settings; ``jobs``: (experiment, variant, its parts),
     whose files a capture keeps as one per variant."""
+    import pandas as pd  # here: a job that replays reads a capture without it
+
+    from ..profile.long_table import write_long
+
     device = read_json(results / DEVICE)
     if device.get("replayed_from"):
         raise NcuflowError(f"{results} holds a replay, not a GPU run: nothing to capture")

@@ -72,10 +72,14 @@ def missing_message(capture: Path, plan: Plan, missing: list[str], what: str) ->
               else f"it holds no variant {plan.variant} of family {plan.family}")  # fmt: skip
     near = _closest(missing[0], captured)
     hint = f"; closest it has: {', '.join(near)}" if near else ""
+    # a new family or size has no record anywhere: what can be done without a GPU, too
     return (f"capture {capture.name} has no {what} of configuration(s) {shown} "
             f"(experiments.{plan.experiment}.variants.{plan.variant}; {looked}"
             f"{hint}). Replay never invents a result: remove them from the config, or "
-            "measure them on a GPU machine (docs/guide.md: replay and captures)")  # fmt: skip
+            "measure them on a GPU machine (docs/guide.md: replay and captures). Without a "
+            "GPU, check their kernels with --config mode=check (or ncuflow check <config "
+            "file>), and dry-run them as a GPU machine would with -n --config "
+            "mode=gpu")  # fmt: skip
 
 
 def require(

@@ -2,12 +2,17 @@
 for the target architecture (as the GPU path compiles it), the family's inputs drawn and
 its reference computed with NumPy at the smallest size, and a host variant run and
 checked for real. Planning the study has already imported family.py, bound every function
-it names and evaluated every expression of the grid. One line per variant."""
+it names and evaluated every expression of the grid.
+
+One line per variant, with one of three words: ``ok`` (all of the above done and passed),
+``not checked`` (a part of it this machine cannot do: a library call on the GPU, a module
+or NVRTC it lacks) or ``WRONG`` (what failed); then one line counting each."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -24,46 +29,60 @@ from ..study.config import Study
 from ..vocab import OK
 
 TARGET = "sm_90"  # the H100's: what a variant without an arch of its own is compiled for
+# What a variant's line says it is: checked and right, not (fully) checked here, or wrong.
+PASSED, NOT_CHECKED, WRONG = "ok", "not checked", "WRONG"
+STATUSES = (PASSED, NOT_CHECKED, WRONG)
 
 
 @dataclass(frozen=True)
 class Checked:
-    """One variant's check: whether it passed, and what was done or what is wrong."""
+    """One variant's check: its status (one of STATUSES), and what was done or what is
+    wrong."""
 
     experiment: str
     variant: str
-    ok: bool
+    status: str
     said: str
 
     def line(self) -> str:
-        return f"{self.experiment}/{self.variant}: {'ok' if self.ok else 'WRONG'}: {self.said}"
+        return f"{self.experiment}/{self.variant}: {self.status}: {self.said}"
 
 
 def check_study(study: Study, arch: str = TARGET) -> Iterator[Checked]:
     """Each variant of each experiment, in the study's order."""
     for experiment, variant in study.jobs():
         try:
-            ok, said = _check(study.plan(experiment, variant), study, arch)
+            status, said = _check(study.plan(experiment, variant), study, arch)
         except NcuflowError as exc:
-            ok, said = False, str(exc)
-        yield Checked(experiment, variant, ok, said)
+            status, said = WRONG, str(exc)
+        yield Checked(experiment, variant, status, said)
+
+
+def summary(counts: Counter[str]) -> str:
+    """The last line: how many variants are ok, not checked and wrong."""
+    total = sum(counts.values())
+    line = f"{total} variant(s): " + ", ".join(f"{counts[s]} {s.lower()}" for s in STATUSES)
+    if counts[NOT_CHECKED]:  # no failure, and no pass either: said so
+        line += (" (not checked: this machine cannot run them, as each line says; a run on a "
+                 "GPU checks them)")  # fmt: skip
+    return line
 
 
 def print_check(study: Study, arch: str = TARGET) -> int:
-    """Check every variant, one line each on the terminal as it is done; how many are
-    wrong (``ncuflow check``, and a run with ``mode: check``)."""
-    wrong = 0
+    """Check every variant, one line each on the terminal as it is done, then the counts;
+    how many are wrong (``ncuflow check``, and a run with ``mode: check``). A variant not
+    checked is no failure, and is never counted as ok."""
+    counts: Counter[str] = Counter()
     for checked in check_study(study, arch):
         print(f"ncuflow check: {checked.line()}", flush=True)
-        wrong += not checked.ok
-    return wrong
+        counts[checked.status] += 1
+    print(f"ncuflow check: {summary(counts)}", flush=True)
+    return counts[WRONG]
 
 
 def _compiled(plan: Plan, variant: Variant, study: Study, arch: str) -> str:
     """Every distinct tunable set (and dtype) of the plan compiled: what was done, or the
     first refusal as an error."""
-    if bindings() is None:
-        return f"not compiled (NVRTC's Python bindings are not installed: {INSTALL})"
     family = study.experiments[plan.experiment].family
     sets: dict[tuple[str, ...], ConfigRow] = {}
     for row in plan.pending:
@@ -79,27 +98,35 @@ def _compiled(plan: Plan, variant: Variant, study: Study, arch: str) -> str:
     return f"{len(sets)} tunable set(s) compiled for {variant.arch or arch}"
 
 
-def _check(plan: Plan, study: Study, arch: str) -> tuple[bool, str]:
+def _check(plan: Plan, study: Study, arch: str) -> tuple[str, str]:
+    """(status, what was done): NOT_CHECKED where a part of the check cannot run here, its
+    reason first."""
     family = study.experiments[plan.experiment].family
     variant = family.variant(plan.variant)
-    if not plan.pending:
-        return True, "nothing to run: every configuration is skipped"
     missing = missing_modules(variant)
     if missing:
-        return True, f"not checked here: it requires {', '.join(missing)}, which this machine lacks"
-    done = [_compiled(plan, variant, study, arch)] if variant.is_cuda else []
+        return NOT_CHECKED, f"it requires {', '.join(missing)}, which this machine lacks"
+    status, done = PASSED, []
+    if variant.is_cuda and bindings() is None:
+        status = NOT_CHECKED
+        done.append(f"not compiled: NVRTC's Python bindings are not installed ({INSTALL})")
+    elif variant.is_cuda:
+        done.append(_compiled(plan, variant, study, arch))
+    elif variant.runs_on == "gpu":
+        status = NOT_CHECKED
+        done.append("its library calls run only on a GPU")
     row = min(plan.pending, key=lambda r: (math.prod(r.dims.values()), r.config_id))
     size = ", ".join(f"{k}={v}" for k, v in row.dims.items())
     try:
         problem = Problem(family, variant, row.dims, plan.scalars_of(row), inputs_seed(plan),
                           (row.dtype, row.out_dtype), np)  # fmt: skip
     except ImportError as exc:  # pinned host memory wants CUDA
-        return True, "; ".join([*done, f"inputs not drawn here ({exc})"])
+        return NOT_CHECKED, "; ".join([*done, f"inputs not drawn here ({exc})"])
     done.append(f"inputs drawn and the reference computed at {size}")
     if variant.runs_on == "cpu":  # needs no CUDA: run it and check it for real
         timing = dataclasses.replace(plan.timing, warmup=1, min_repeats=3, max_repeats=3)
         record = measure_config(family, variant, row, problem, timing, None)
         if record.status != OK:
-            return False, f"{row.config_id}: {record.status}: {record.error}"
+            return WRONG, f"{row.config_id}: {record.status}: {record.error}"
         done.append(f"run on the host and checked at {size} ({record.time_ms:.3g} ms)")
-    return True, "; ".join(done)
+    return status, "; ".join(done)

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..gpu import cupy
-from .build import Launcher, helper_kernel
+from .build import Launcher
+from .helpers import helper_kernel
 from .timing import TimingPolicy, adaptive_repeats, timing_stats
 
 

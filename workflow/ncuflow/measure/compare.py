@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..spec.model import Check
-from .build import helper_kernel
+from .helpers import helper_kernel
 
 # The poison of floating outputs: a NaN with a payload no arithmetic produces (a computed
 # NaN is the canonical quiet one), so that "never written" and "NaN written" stay apart.

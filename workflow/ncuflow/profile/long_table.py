@@ -4,6 +4,11 @@ NVIDIA's ``ncu_report`` module (PyPI ``ncu-report``) reads reports without a GPU
 gives typed values; ncu's CSV export rounds percentages to two decimals, so ncuflow keeps
 the CSV for people and derives every number from the report. Each kernel maps to its
 configuration through the NVTX push/pop range the profile worker opened around it.
+
+Each report numbers its kernels from 1, so a kernel is named by its report's tier, its
+configuration and its number: the profile stage's long tables carry the tier of each
+row's report (``tier``). Tables written before that column (the captures committed
+before it) lack it and are read as before: there each configuration has one report.
 """
 
 from __future__ import annotations
@@ -15,9 +20,12 @@ from typing import Any
 import pandas as pd
 
 from ..errors import NcuflowError
-from ..vocab import config_of_range
+from ..vocab import EXPLAIN, SOURCE, SWEEP, config_of_range
 
-LONG_COLUMNS = ["config_id", "kernel_id", "kernel_name", "metric", "unit", "value"]
+# A report's values (read_report), and a profile's long table: those and its report's tier.
+REPORT_COLUMNS = ["config_id", "kernel_id", "kernel_name", "metric", "unit", "value"]
+LONG_COLUMNS = [*REPORT_COLUMNS, "tier"]
+DEEPEST_FIRST = (SOURCE, EXPLAIN, SWEEP)  # the tiers, each with more sections than the next
 
 
 def ncu_report():  # the module, imported where it is needed
@@ -77,7 +85,19 @@ def read_report(path: Path) -> pd.DataFrame:
                                 float(value.value())))  # fmt: skip
     if kernels and not records:
         raise NcuflowError(f"{path}: no kernel inside an ncuflow NVTX range")
-    return pd.DataFrame.from_records(records, columns=LONG_COLUMNS)
+    return pd.DataFrame.from_records(records, columns=REPORT_COLUMNS)
+
+
+def one_report(long: pd.DataFrame) -> pd.DataFrame:
+    """Each configuration's rows from one report, that of the deepest tier holding it (the
+    profile stage profiles a configuration once, yet two reports' kernel numbers would mix).
+    Rows whose tier is not named (a table from before the tier column) are kept as they
+    are."""
+    if "tier" not in long or long.empty:
+        return long
+    depth = long["tier"].map({tier: i for i, tier in enumerate(DEEPEST_FIRST)})
+    deepest = depth.groupby(long["config_id"]).transform("min")
+    return long[depth.isna() | (depth == deepest)]
 
 
 def write_long(long: pd.DataFrame, path: Path) -> None:

@@ -18,8 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..files import atomic_write
 from ..metrics import tensor_counters
@@ -28,6 +27,9 @@ from ..spec import load_variant
 from ..spec.model import Variant
 from ..vocab import split_target, target_id
 from .worker import worker_command
+
+if TYPE_CHECKING:  # a job that only measures never loads pandas
+    import pandas as pd
 
 
 class Member(Job):

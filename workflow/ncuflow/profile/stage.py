@@ -397,12 +397,12 @@ def _write_members(batch: Batch, done: list[tuple[Path, str]],
                    failed: dict[str, str]) -> None:  # fmt: skip
     """Each member's files, from the chunks ``done``: values, CSV, errors (``failed``),
     findings, the explain tier's values and source lines."""
-    tier_of = dict(done)
-    longs = {base: pd.read_parquet(base.with_suffix(".parquet")) for base, _ in done
-             if base.with_suffix(".parquet").is_file()}  # fmt: skip
-    long = batch.split(_concat(list(longs.values()), LONG_COLUMNS))
-    explain = batch.split(_concat([f for b, f in longs.items() if tier_of[b] != SWEEP],
-                                  LONG_COLUMNS))  # fmt: skip
+    # each chunk's values with its tier: (tier, config, kernel) names a kernel (long_table)
+    longs = {base: pd.read_parquet(base.with_suffix(".parquet")).assign(tier=tier)
+             for base, tier in done if base.with_suffix(".parquet").is_file()}  # fmt: skip
+    every = _concat(list(longs.values()), LONG_COLUMNS)
+    long = batch.split(every)
+    explain = batch.split(every[every["tier"] != SWEEP])
     lines = batch.split(_frames([b.with_suffix(".lines.parquet") for b, _ in done], LINE_COLUMNS))
     # rule results last: reading them changes how ncu_report names derived metrics' units
     findings = batch.split(_frames([_findings(b, t) for b, t in done], FINDING_COLUMNS))

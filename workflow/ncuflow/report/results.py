@@ -56,7 +56,8 @@ def repeats(folder: Path | str) -> dict[tuple[str, str, str], list[float]]:
 def load(folder: Path | str = "results", metrics: bool = False) -> pd.DataFrame:
     """Every experiment's table as one DataFrame (one row per configuration), or with
     ``metrics=True`` the long table of every ncu metric of every profiled kernel
-    (experiment, variant, config_id, kernel_id, kernel_name, metric, unit, value)."""
+    (experiment, variant, config_id, kernel_id, kernel_name, metric, unit, value, and tier:
+    the report's, where the run named it; kernel ids count per report)."""
     if not metrics:
         return pd.concat(tables(folder).values(), ignore_index=True, sort=False)
     parts = []

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..analyze.why import ranked
 from ..files import atomic_write
 
 STYLE = """
@@ -94,11 +95,11 @@ FINDING_SHOWN = ["variant", "config_id", "kernel_name", "tier", "rule", "title",
 
 
 def findings_page(findings: pd.DataFrame, path: Path, experiment: str) -> None:
-    """Every rule result of the experiment's kernels, as Nsight Compute gave it, the largest
-    estimated speedups first."""
+    """Every rule result of the experiment's kernels, as Nsight Compute gave it, in the
+    order ncu ranks its advice (the largest estimated speedups first: analyze.why.ranked)."""
+    if "speedup_pct" in findings:
+        findings = ranked(findings)
     shown = findings[[c for c in FINDING_SHOWN if c in findings.columns]]
-    if "speedup_pct" in shown:
-        shown = shown.sort_values("speedup_pct", ascending=False, kind="stable")
     write_html_table(shown, path, f"{experiment}: Nsight Compute's findings",
                      "Every rule result of every profiled kernel; speedup_pct is ncu's own "
                      "estimate.")  # fmt: skip

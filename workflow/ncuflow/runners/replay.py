@@ -10,15 +10,11 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import pandas as pd
-
 from ..capture.folder import DAMAGED
 from ..capture.records import missing_message, require
 from ..errors import NcuflowError
 from ..files import atomic_write, read_json, read_parquet, write_json
 from ..plan import Job, records_json
-from ..profile.explain import FINDING_COLUMNS, LINE_COLUMNS
-from ..profile.long_table import LONG_COLUMNS, write_long
 from ..profile.members import Member
 from ..vocab import (
     DEVICE,
@@ -32,9 +28,6 @@ from ..vocab import (
     SOURCE_LINES,
 )
 from .base import Log
-
-# The columns of each file the profile stage writes beside ncu_long.parquet.
-EXTRA_COLUMNS = {FINDINGS: FINDING_COLUMNS, EXPLAIN_LONG: LONG_COLUMNS, SOURCE_LINES: LINE_COLUMNS}
 
 
 class ReplayRunner:
@@ -64,6 +57,10 @@ class ReplayRunner:
         """The capture's exact ncu values of the member's configurations that measured ok (a
         capture holds only profiles ncu took: no configuration has a profile error), from
         the folder each one's record came from."""
+        import pandas as pd  # here: a job that measures or gives device facts needs none
+
+        from ..profile.long_table import LONG_COLUMNS, write_long
+
         plan, out = member.plan, member.out
         atomic_write(out / PROFILE_ERRORS, "{}")
         # a capture keeps the exact values, not ncu's rounded CSV
@@ -77,10 +74,12 @@ class ReplayRunner:
         kept = []
         for folder, ids in by_folder.items():
             source = folder / NCU_LONG
-            values = (read_parquet(source, DAMAGED) if source.is_file()
-                      else pd.DataFrame(columns=LONG_COLUMNS))  # fmt: skip
-            kept.append(values[values["config_id"].isin(ids)])
+            if source.is_file():
+                values = read_parquet(source, DAMAGED)
+                kept.append(values[values["config_id"].isin(ids)])
             log(f"replaying the ncu values of {len(ids)} configurations from {source}")
+        # the capture's columns as they are: one from before the tier column has none, and
+        # the readers take such a table as they did (profile.long_table)
         table = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=LONG_COLUMNS)
         missing = sorted(ok - set(table["config_id"]))
         if missing:
@@ -101,8 +100,15 @@ def _replay_extras(by_folder: dict[Path, set[str]], out: Path) -> None:
     """The capture's findings, explain-tier values and source lines of the configurations
     replayed, each from its folder (empty tables where the capture predates them: nothing
     is invented)."""
+    import pandas as pd
+
+    from ..profile.explain import FINDING_COLUMNS, LINE_COLUMNS
+    from ..profile.long_table import LONG_COLUMNS
+
+    # the columns of each file the profile stage writes beside ncu_long.parquet
+    columns = {FINDINGS: FINDING_COLUMNS, EXPLAIN_LONG: LONG_COLUMNS, SOURCE_LINES: LINE_COLUMNS}
     for name in PROFILE_EXTRAS:
-        tables = [pd.DataFrame(columns=EXTRA_COLUMNS[name])]
+        tables = [pd.DataFrame(columns=columns[name])]
         for folder, ids in by_folder.items():
             if (folder / name).is_file():
                 table = read_parquet(folder / name, DAMAGED)

@@ -24,10 +24,21 @@ from .fields import (
     named_map,
     per_dtype,
     scalar_value,
+    single,
     tensor_of,
     validated,
 )
-from .model import DTYPE_BYTES, Check, FamilyView, Figure, Scalar, Tensor, Variant, leading_dim
+from .model import (
+    BUILTIN_NAMES,
+    DTYPE_BYTES,
+    Check,
+    FamilyView,
+    Figure,
+    Scalar,
+    Tensor,
+    Variant,
+    leading_dim,
+)
 from .sources import fingerprint, read_yaml
 from .variant import load_variant as read_variant
 
@@ -150,10 +161,14 @@ class Family:
         return sorted(variants, key=lambda v: rank.get(v, len(rank)))
 
 
-def _scalars(path: Path, data: Any) -> dict[str, Scalar]:
+def _scalars(path: Path, data: Any, taken: Mapping[str, str]) -> dict[str, Scalar]:
+    """The scalars, each named apart from the dimensions and tensors (``taken``: each of
+    their names, with what it is)."""
     scalars = {}
     for name, value in named_map(path, data, "scalars").items():
         where = f"{path}: scalars.{name}"
+        if name in taken:
+            raise SpecError(f"{where}: {name} is a {taken[name]}; scalars take other names")
         if value["dtype"] == "tf32":
             raise SpecError(f"{where}: dtype 'tf32' is not a scalar dtype (tf32 is a way of "
                             "computing float32 products)")  # fmt: skip
@@ -182,6 +197,17 @@ def _checks(path: Path, data: Mapping[str, Any], tensors: dict[str, Tensor]) -> 
         if check is not None:
             checks[tensor.name] = check
     return checks
+
+
+def _count(path: Path, key: str, value: Any, known: tuple[str, ...]) -> Expr:
+    """An analytic count (``flops``, ``min_bytes``): an expression over ``known`` alone,
+    whatever the variant or the config (an unknown name is this file's mistake)."""
+    count = single(f"{path}: {key}", value)
+    unknown = count.names - set(known)
+    if unknown:
+        raise SpecError(f"{path}: {key} {count.text!r} uses unknown name(s) "
+                        f"{', '.join(sorted(unknown))}; known: {', '.join(known)}")  # fmt: skip
+    return count
 
 
 def _figures(path: Path, data: Any) -> dict[str, Figure]:
@@ -237,7 +263,8 @@ def read_family(kernels_dir: Path, name: str) -> Family:
     data = validated(path, read_yaml(path, read_text(path)), schema.FAMILY)
     dims = tuple(data["dims"])
     tensors = _tensors(path, data, dims)
-    scalars = _scalars(path, data.get("scalars"))
+    taken = {**dict.fromkeys(dims, "dimension"), **dict.fromkeys(tensors, "tensor")}
+    scalars = _scalars(path, data.get("scalars"), taken)
     args = tuple(data["args"])
     unknown_args = set(args) - set(dims) - set(tensors) - set(scalars)
     if unknown_args:
@@ -265,6 +292,8 @@ def read_family(kernels_dir: Path, name: str) -> Family:
             )
     columns = {str(k): expr(f"{path}: columns.{k}", v)
                for k, v in named_map(path, data.get("columns"), "columns").items()}  # fmt: skip
+    min_bytes = (_count(path, "min_bytes", data["min_bytes"], (*dims, *BUILTIN_NAMES))
+                 if "min_bytes" in data else None)  # fmt: skip
     return Family(
         name=name,
         folder=folder,
@@ -273,8 +302,8 @@ def read_family(kernels_dir: Path, name: str) -> Family:
         tensors=tensors,
         scalars=scalars,
         args=args,
-        flops=expr(f"{path}: flops", data["flops"]),
-        min_bytes=expr(f"{path}: min_bytes", data["min_bytes"]) if "min_bytes" in data else None,
+        flops=_count(path, "flops", data["flops"], dims),
+        min_bytes=min_bytes,
         checks=_checks(path, data, tensors),
         size_axis=size_axis,
         dtype=data["dtype"],

@@ -4,6 +4,7 @@ a value that is wrong, and what is expected."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from .model import (
     DRAWS,
     DTYPE_BYTES,
     FLOAT_DTYPES,
+    FLOAT_MAX,
     Check,
     Tensor,
 )
@@ -28,6 +30,16 @@ def expr(where: str, value: Any) -> Expr:
         return Expr(value)
     except ExprError as exc:
         raise SpecError(f"{where}: {exc}") from None
+
+
+def single(where: str, value: Any) -> Expr:
+    """An expression of one number (a count, a model, bytes of shared memory), never a
+    tuple, which a comma makes."""
+    parsed = expr(where, value)
+    if len(parsed.split()) > 1:
+        raise SpecError(f"{where}: {parsed.text!r} is {len(parsed.split())} expressions (a comma "
+                        "makes a tuple); expected one number")  # fmt: skip
+    return parsed
 
 
 def condition(where: str, value: Any) -> Expr:
@@ -56,18 +68,48 @@ def geometry(where: str, value: Any) -> tuple[Expr, ...]:
     return exprs
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _finite(value: int | float) -> bool:
+    """Neither NaN nor infinite (YAML reads .nan and .inf as floats), nor an integer too
+    large for a float."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _tolerance(where: str, value: Any, expected: str = "a number") -> float:
+    """One tolerance: a finite number, 0 or more (a NaN, infinite or negative one would
+    decide every check alike)."""
+    if not _number(value):
+        raise SpecError(f"{where}: expected {expected}, got {value!r}")
+    if not (_finite(value) and value >= 0):
+        raise SpecError(f"{where}: {value!r} is not a tolerance; expected a finite number, "
+                        "0 or more")  # fmt: skip
+    return float(value)
+
+
 def per_dtype(where: str, value: Any) -> dict[str, float] | float:
     """A tolerance: one number for every dtype, or a mapping dtype → number."""
-    if isinstance(value, bool):
-        raise SpecError(f"{where}: expected a number or a mapping of dtype to number")
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, dict) and all(isinstance(v, int | float) for v in value.values()):
-        unknown = set(value) - set(DTYPE_BYTES)
-        if unknown:
-            raise SpecError(f"{where}: unknown dtype(s) {', '.join(sorted(unknown))}")
-        return {str(k): float(v) for k, v in value.items()}
-    raise SpecError(f"{where}: expected a number or a mapping of dtype to number, got {value!r}")
+    if not isinstance(value, dict):
+        return _tolerance(where, value, "a number or a mapping of dtype to number")
+    unknown = set(value) - set(DTYPE_BYTES)
+    if unknown:
+        raise SpecError(f"{where}: unknown dtype(s) {', '.join(sorted(map(str, unknown)))}")
+    return {str(k): _tolerance(f"{where}.{k}", v) for k, v in value.items()}
+
+
+def dtype_range(dtype: str) -> tuple[int | float, int | float]:
+    """The least and the largest finite value a ``dtype`` holds."""
+    if dtype in FLOAT_DTYPES:
+        return -FLOAT_MAX[dtype], FLOAT_MAX[dtype]
+    bits = 8 * DTYPE_BYTES[dtype]
+    return (
+        (0, 2**bits - 1) if dtype.startswith("uint") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    )
 
 
 def check_of(where: str, value: Any) -> Check:
@@ -92,12 +134,10 @@ def draw_of(where: str, value: Any, dtype: str | None) -> tuple[str, tuple[float
     ((kind, bounds),) = value.items()
     if kind not in DRAWS:
         raise SpecError(f"{where}: unknown draw {kind!r}; valid: {', '.join(DRAWS)}")
-    if (
-        not isinstance(bounds, list)
-        or len(bounds) != 2
-        or not all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
-    ):
+    if not isinstance(bounds, list) or len(bounds) != 2 or not all(map(_number, bounds)):
         raise SpecError(f"{where}.{kind}: expected two numbers [a, b], got {bounds!r}")
+    if not all(map(_finite, bounds)):
+        raise SpecError(f"{where}.{kind}: expected two finite numbers [a, b], got {bounds!r}")
     lo, hi = float(bounds[0]), float(bounds[1])
     if kind == "normal" and hi <= 0:
         raise SpecError(f"{where}.normal: [mean, std] needs std > 0, got {bounds!r}")
@@ -109,6 +149,12 @@ def draw_of(where: str, value: Any, dtype: str | None) -> tuple[str, tuple[float
         raise SpecError(f"{where}.integers: [0, 1] draws only zeros (hi is exclusive)")
     if dtype is not None and dtype not in FLOAT_DTYPES and kind != "integers":
         raise SpecError(f"{where}: an {dtype} tensor is drawn with integers: [lo, hi]")
+    if dtype is not None:  # a declared dtype must hold what is drawn (a normal draw: its mean)
+        least, most = dtype_range(dtype)
+        drawn = (lo, lo) if kind == "normal" else (lo, hi - 1 if kind == "integers" else hi)
+        if not least <= drawn[0] <= drawn[1] <= most:
+            raise SpecError(f"{where}.{kind}: {bounds!r} draws values that {dtype} does not "
+                            f"hold; expected values from {least} to {most}")  # fmt: skip
     return kind, (lo, hi)
 
 
@@ -136,21 +182,19 @@ def tensor_of(where: str, name: str, value: Any, output: bool, inout: bool = Fal
 def scalar_value(where: str, dtype: str, value: Any) -> int | float:
     """``value`` checked against ``dtype``: an integer for integer dtypes, a number for
     floating ones (an error names what was given and what is expected)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not _number(value):
         raise SpecError(
             f"{where}: {value!r} is a {type(value).__name__}, expected a {dtype} number"
         )
-    if dtype in FLOAT_DTYPES:
-        return float(value)
-    if isinstance(value, float) and not value.is_integer():
+    if not _finite(value):
+        raise SpecError(f"{where}: {value!r} is not a finite number, expected a {dtype} number")
+    floating = dtype in FLOAT_DTYPES
+    if not floating and isinstance(value, float) and not value.is_integer():
         raise SpecError(f"{where}: {value!r} is not an integer, expected a {dtype} number")
-    bits = 8 * DTYPE_BYTES[dtype]
-    lo, hi = (
-        (0, 2**bits - 1) if dtype.startswith("uint") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
-    )
-    if not lo <= int(value) <= hi:
+    lo, hi = dtype_range(dtype)
+    if not lo <= value <= hi:
         raise SpecError(f"{where}: {value!r} does not fit {dtype} ({lo} to {hi})")
-    return int(value)
+    return float(value) if floating else int(value)
 
 
 def named_map(path: Path, data: Any, key: str) -> dict[str, Any]:

@@ -10,18 +10,23 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from .fields import IDENTIFIER, expr, expr_list, geometry, named_map
+from .fields import IDENTIFIER, expr, expr_list, geometry, named_map, single
 from .model import DTYPE_BYTES, FamilyView, Launch, TensorMap, leading_dim, pad_step
 
 # Keys only a CUDA kernel's launch has.
 KERNEL_KEYS = ("kernel", "block", "grid", "static_smem", "dynamic_smem")
 
 
-def _launch(where: str, data: Mapping[str, Any], cuda: bool, source: str) -> Launch:
-    """One launch: a kernel with geometry in a .cu variant, a function in a .yaml one (its
-    keys and their types are the schema's to check)."""
-    args = expr_list(f"{where}.args", data["args"]) if "args" in data else None
-    when = expr(f"{where}.when", data["when"]) if "when" in data else None
+def _launch(
+    path: Path, index: int | None, data: Mapping[str, Any], cuda: bool, source: str
+) -> Launch:
+    """One launch, the ``index``-th of ``launches`` or (None) the declaration's only one: a
+    kernel with geometry in a .cu variant, a function in a .yaml one (its keys and their
+    types are the schema's to check)."""
+    where = str(path) if index is None else f"{path}: launches[{index}]"
+    at = f"{path}: " if index is None else f"{where}."  # what names one of its keys
+    args = expr_list(f"{at}args", data["args"]) if "args" in data else None
+    when = expr(f"{at}when", data["when"]) if "when" in data else None
     if cuda:
         if "library" in data:
             raise SpecError(
@@ -38,10 +43,10 @@ def _launch(where: str, data: Mapping[str, Any], cuda: bool, source: str) -> Lau
         return Launch(
             name=str(data.get("name", kernel)),
             kernel=kernel,
-            block=geometry(f"{where}: block", data["block"]),
-            grid=geometry(f"{where}: grid", data["grid"]),
-            static_smem=expr(f"{where}.static_smem", data.get("static_smem", 0)),
-            dynamic_smem=expr(f"{where}.dynamic_smem", data.get("dynamic_smem", 0)),
+            block=geometry(f"{at}block", data["block"]),
+            grid=geometry(f"{at}grid", data["grid"]),
+            static_smem=single(f"{at}static_smem", data.get("static_smem", 0)),
+            dynamic_smem=single(f"{at}dynamic_smem", data.get("dynamic_smem", 0)),
             args=args,
             when=when,
         )
@@ -58,17 +63,15 @@ def launches_of(path: Path, data: Mapping[str, Any], source: str) -> tuple[Launc
     """The launches a declaration makes, in order: its one launch (the launch keys at its
     top level) or its ``launches``, each named uniquely (names label the step columns)."""
     cuda = path.suffix == ".cu"
-    single = sorted({"library", *KERNEL_KEYS} & set(data))
+    top_level = sorted({"library", *KERNEL_KEYS} & set(data))
     if "launches" not in data:
         own = {k: v for k, v in data.items() if k in {"library", *KERNEL_KEYS}}
-        return (_launch(str(path), own, cuda, source),)
-    if single:
+        return (_launch(path, None, own, cuda, source),)
+    if top_level:
         raise SpecError(
-            f"{path}: declare either one launch ({', '.join(single)}) or 'launches', not both"
+            f"{path}: declare either one launch ({', '.join(top_level)}) or 'launches', not both"
         )
-    launches = tuple(
-        _launch(f"{path}: launches[{i}]", s, cuda, source) for i, s in enumerate(data["launches"])
-    )
+    launches = tuple(_launch(path, i, s, cuda, source) for i, s in enumerate(data["launches"]))
     names = [s.name for s in launches]
     for name in names:
         if not IDENTIFIER.match(name):

@@ -21,6 +21,12 @@ DTYPE_BYTES = {
     "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1,
 }  # fmt: skip
 FLOAT_DTYPES = ("float64", "float32", "tf32", "float16", "bfloat16")
+# The largest finite value of each floating dtype: a scalar or a draw beyond it would reach
+# the kernels as infinity.
+FLOAT_MAX = {
+    "float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38,
+    "tf32": 3.4028234663852886e38, "float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+}  # fmt: skip
 # Precisions that are a way of computing rather than a storage type: tf32 products read
 # and write float32 arrays. Every other dtype is stored as itself.
 STORAGE_DTYPE = {"tf32": "float32"}

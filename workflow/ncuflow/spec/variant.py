@@ -14,7 +14,7 @@ from .. import schema
 from ..errors import SpecError
 from ..files import read_text
 from ..metrics import DEFAULT_COMPUTE
-from .fields import IDENTIFIER, condition, expr, expr_list, named_map, tensor_of, validated
+from .fields import IDENTIFIER, condition, expr_list, named_map, single, tensor_of, validated
 from .launches import check_aligned_inputs, launches_of, row_alignment
 from .model import (
     BUILTIN_NAMES,
@@ -57,7 +57,7 @@ def load_variant(path: Path, view: FamilyView) -> Variant:
     profiled = data.get("profiled", data["runs_on"] == "gpu")
     if profiled and data["runs_on"] != "gpu":
         raise SpecError(f"{path}: profiled: true, but a host variant is never profiled")
-    models = {k: expr(f"{path}: {k}", data[k]) for k in ("model_dram_bytes", "executed_flops")
+    models = {k: single(f"{path}: {k}", data[k]) for k in ("model_dram_bytes", "executed_flops")
               if k in data}  # fmt: skip
     variant = Variant(
         name=path.stem,

@@ -1,7 +1,8 @@
-"""Checks a config must pass that its JSON schema cannot express: no float where an
-integer is meant (JSON Schema calls 1024.0 an integer), ncu sections that exist, and grids
-of a size one can run. (A key written twice in a YAML file is refused as the file is read:
-ncuflow.files.read_config.)
+"""Checks a config must pass that its JSON schema cannot express: no deeper than the
+walks of a config can go, no float where an integer is meant (JSON Schema calls 1024.0 an
+integer), experiment names that are not the workflow's own in results/, ncu sections that
+exist, and grids of a size one can run. (A key written twice in a YAML file is refused as
+the file is read: ncuflow.files.read_config.)
 """
 
 from __future__ import annotations
@@ -10,8 +11,55 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from .. import schema
 from ..errors import ConfigError, key_path
+from ..files import DEPTH_EXPECTED, TOO_DEEP, too_deep
 from ..ncu import KNOWN_SECTIONS, installed_sections
+from ..vocab import RESULTS_OWN
+
+
+def check_config(config: dict[str, Any]) -> None:
+    """Every check of a config before any experiment is expanded, the schema's among them
+    (which fills in its defaults): each refusal one ConfigError naming its key."""
+    check_depth(config)
+    no_floats(config)
+    schema.validate(config, schema.CONFIG)
+    check_names(config["experiments"])
+    for key in ("sections", "explain_sections", "source_sections"):
+        check_sections(config["ncu"][key], config["ncu"]["path"], f"ncu.{key}")
+    check_grid(config)
+
+
+def _members(value: Any) -> list[tuple[Any, Any]] | None:
+    """A mapping's keys and values, a list's places and items; None for anything else."""
+    if isinstance(value, Mapping):
+        return list(value.items())
+    return list(enumerate(value)) if isinstance(value, list) else None
+
+
+def check_depth(config: Mapping[str, Any]) -> None:
+    """A config nested no deeper than ncuflow's walks of it can go (a value given through
+    --config, or by a program, that no YAML reader bounded)."""
+    deep = too_deep(config, _members)
+    if deep:
+        steps, _, holds_itself = deep
+        problem = ("a value that holds itself nests without end; expected mappings and lists "
+                   "that end" if holds_itself else f"{TOO_DEEP}; {DEPTH_EXPECTED}")  # fmt: skip
+        raise ConfigError(key_path(steps), problem)
+
+
+def check_names(experiments: Mapping[str, Any]) -> None:
+    """No experiment takes a name of the workflow's own in results/ (its folder would be
+    theirs), in any case: some file systems do not tell cases apart."""
+    for name in experiments:
+        if name.lower() in RESULTS_OWN:
+            raise ConfigError(
+                f"experiments.{name}",
+                f"the experiment's folder results/{name}/ would collide with the workflow's "
+                f"own files of that name in results/; expected a name other than "
+                f"{', '.join(RESULTS_OWN)} (in any case)",
+            )
+
 
 # Where a float belongs; every other number of a config is an integer.
 FLOAT_KEYS = {("timing", k) for k in ("target_ci_pct", "budget_s", "timeout_s", "timeout_floor_s")}
@@ -39,7 +87,7 @@ def no_floats(value: Any, path: tuple[Any, ...] = ()) -> None:
         raise ConfigError(key_path(path), f"{value!r} is a float, expected an integer{shown}")
 
 
-def check_sections(sections: list[str], ncu_path: str, key: str = "ncu.sections") -> None:
+def check_sections(sections: list[str], ncu_path: str, key: str) -> None:
     """Every section of ``sections`` (the config's ``key``) is one ncu knows."""
     installed = installed_sections(ncu_path)
     known, against = (installed, "the installed ncu's --list-sections") if installed else (

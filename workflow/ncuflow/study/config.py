@@ -14,11 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .. import schema
-from ..errors import ConfigError, NcuflowError, SpecError
-from ..files import atomic_write, local_path
+from ..errors import ConfigError, NcuflowError, SpecError, key_path
+from ..files import YamlError, atomic_write, load_yaml, local_path
 from ..ncu import NcuSettings
 from ..plan import ConfigRow, Plan, Timing, VariantPlan
 from ..spec import Family, available_families, load_family, scalar_value
@@ -32,7 +30,7 @@ from ..vocab import (
     STANDARD_FIGURES,
     VERSION,
 )
-from .checks import check_grid, check_sections, no_floats
+from .checks import check_config
 from .expand import DeviceLimits, Scan, VariantGrid, size_grid, values_once
 from .parts import batch_groups, part_expected_s, part_starts
 from .questions import Question, parse_questions
@@ -400,7 +398,8 @@ def _scalars(
 def coerce_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> None:
     """Read as YAML each ``--config`` value that Snakemake leaves as text where the schema
     wants something else: ``--config timing='{min_repeats: 10}'`` gives the text '10', which
-    is the integer 10 here (a value the config files gave keeps its own type)."""
+    is the integer 10 here (a value the config files gave keeps its own type). A text that
+    is not valid YAML is refused, naming its key and line."""
     properties = schema.load(schema.CONFIG)["properties"]
     pending = [((key,), value, properties.get(key, {})) for key, value in overrides.items()]
     while pending:
@@ -414,9 +413,10 @@ def coerce_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> No
         if not isinstance(value, str) or not types or "string" in types:
             continue
         try:
-            read = yaml.safe_load(value)
-        except yaml.YAMLError:
-            continue  # left as text: the schema names what it expects
+            read = load_yaml(value)
+        except YamlError as exc:
+            raise ConfigError(key_path(path), f"the --config value is not valid YAML: {exc}"
+                              ) from None  # fmt: skip
         node = config
         for key in path[:-1]:
             node = node[key]
@@ -429,12 +429,7 @@ def load_study(
     """Validate the config (filling its defaults) and expand every experiment. A relative
     kernels_dir is relative to ``root`` (the folder of the config file that names it); no
     kernels_dir means ``bundled``, the workflow's own kernels."""
-    no_floats(config)
-    schema.validate(config, schema.CONFIG)
-    check_sections(config["ncu"]["sections"], config["ncu"]["path"])
-    for key in ("explain_sections", "source_sections"):
-        check_sections(config["ncu"][key], config["ncu"]["path"], f"ncu.{key}")
-    check_grid(config)
+    check_config(config)
     named = config["kernels_dir"]
     kernels_dir = local_path((Path(root) / named if named else Path(bundled)).resolve())
     if not kernels_dir.is_dir():

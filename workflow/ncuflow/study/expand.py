@@ -13,6 +13,7 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SpecError
@@ -265,6 +266,23 @@ def _why_not(
         return str(exc), []
 
 
+def count_at(path: Path, key: str, count: Expr, env: Mapping[str, int], where: str) -> int:
+    """A count or model (``key`` of the file ``path``) at one configuration: an integer, 0
+    or more. An error names that file and key, the values the expression read and the
+    config's variant (``where``) that asked for them."""
+    value, problem = 0, ""
+    try:
+        value = int(count(env))
+    except ExprError as exc:
+        problem = str(exc)
+    if value < 0:
+        problem = f"{count.text!r} gives {value}; expected a count, 0 or more"
+    if problem:
+        shown = ", ".join(f"{k}={env[k]}" for k in sorted(count.names))
+        raise SpecError(f"{path}: {key}: {problem} (at {shown}, in {where})")
+    return value
+
+
 @dataclass(frozen=True)
 class Scan:
     """One pass over a variant's grid that keeps no rows: how many positions it has, the
@@ -304,6 +322,7 @@ class VariantGrid:
         # (dimensions, swept scalars' values) of each problem, in grid order
         self.problems = [(dims, scalars) for dims in sizes for scalars in scalar_sets]
         self.limits, self.where = limits, where
+        self._declared = family.folder / "family.yaml"  # where the counts are written
         self._values = _param_values(variant, params_grid, f"{where}.params")
         self._restrictions = _restrictions(family, variant, extra_restrictions, where)
         self.dtypes = variant.dtypes(dtype)
@@ -342,7 +361,7 @@ class VariantGrid:
                 reason = self._why(env)[0]
                 counts = self._counts(env, dims)  # every formula a row needs, checked now
                 if not reason:
-                    self._models_of(env, dims)
+                    self._models_of(env)
                     pending.append(position)
                     expected.append(expected_s(*counts))
                 elif len(reasons) < 4 and reason not in reasons:
@@ -352,16 +371,11 @@ class VariantGrid:
 
     def _counts(self, env: dict[str, int], dims: dict[str, int]) -> tuple[int, int]:
         """(FLOPs, least bytes moved) of a configuration, as the family counts them."""
-        try:
-            flops = int(self.family.flops(env))
-            min_bytes = (
-                self.family.min_bytes(env)
-                if self.family.min_bytes is not None
-                else self._tensor_bytes(dims)
-            )
-        except ExprError as exc:
-            raise ConfigError(f"{self.where}", f"at sizes {dims}: {exc}") from None
-        return flops, int(min_bytes)
+        flops = count_at(self._declared, "flops", self.family.flops, env, self.where)
+        if self.family.min_bytes is None:
+            return flops, self._tensor_bytes(dims)
+        return flops, count_at(self._declared, "min_bytes", self.family.min_bytes, env,
+                               self.where)  # fmt: skip
 
     def _tensor_bytes(self, dims: dict[str, int]) -> int:
         """The default least bytes: every input read once, every output written once and
@@ -369,13 +383,11 @@ class VariantGrid:
         tensors = self.family.tensors.values()
         return tensor_bytes([*tensors, *(t for t in tensors if t.inout)], dims, *self.dtypes)
 
-    def _models_of(self, env: dict[str, int], dims: dict[str, int]) -> dict[str, int]:
+    def _models_of(self, env: dict[str, int]) -> dict[str, int]:
         """The variant's own models (model_dram_bytes, executed_flops) of a configuration
         that runs."""
-        try:
-            return {k: int(e(env)) for k, e in self._models.items()}
-        except ExprError as exc:
-            raise ConfigError(f"{self.where}", f"at sizes {dims}: {exc}") from None
+        return {k: count_at(self.variant.path, k, e, env, self.where)
+                for k, e in self._models.items()}  # fmt: skip
 
     def _row(
         self, params: dict[str, int], dims: dict[str, int], scalars: dict[str, int | float]
@@ -399,7 +411,7 @@ class VariantGrid:
             min_bytes=min_bytes,
             output_bytes=tensor_bytes(self.family.outputs.values(), dims, in_dtype, out_dtype),
             launches=() if reason else tuple(launches),
-            **({} if reason else self._models_of(env, dims)),
+            **({} if reason else self._models_of(env)),
             grid_facts=self._grid_facts,
             scalars=scalars or None,
         )
