@@ -6,7 +6,14 @@ import pandas as pd
 import pytest
 
 from conftest import replayed
-from ncuflow.analyze.bound import BAND_POINTS, LATENCY_PCT, classify, flops_check, ncu_classes
+from ncuflow.analyze.bound import (
+    BAND_POINTS,
+    LATENCY_PCT,
+    classify,
+    flops_check,
+    ncu_classes,
+    occupancy_limiters,
+)
 
 LADDER, TRANSPOSE, VERDICTS = "h100-sxm", "h100-sxm-transpose", "h100-sxm-verdicts"
 
@@ -161,3 +168,14 @@ def test_missing_metrics_give_no_bound() -> None:
     empty = {k: (math.nan if isinstance(v, float) else v) for k, v in row.items()}
     assert classify(empty, {})["bound_reason"] == "no ncu metrics for this configuration"
     assert pd.isna(classify(empty, {})["bound_agrees"])
+
+
+def test_a_limit_is_named_only_where_it_caps_theoretical_occupancy() -> None:
+    """At 100 % every launch limit ties and none limits; below it the fewest blocks per SM
+    decide, every tie named (as ncu names them)."""
+    limits = {"occupancy_limit_registers": 2, "occupancy_limit_shared_mem": 2,
+              "occupancy_limit_warps": 8, "occupancy_limit_blocks": 32}  # fmt: skip
+    assert occupancy_limiters({**limits, "theoretical_occupancy_pct": 100.0}) == []
+    assert occupancy_limiters({**limits, "theoretical_occupancy_pct": math.nan}) == []
+    assert occupancy_limiters({**limits, "theoretical_occupancy_pct": 25.0}) == [
+        "registers", "shared_mem"]  # fmt: skip

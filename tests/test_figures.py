@@ -163,3 +163,12 @@ def test_layers_listed_apart_are_never_joined_as_a_trend() -> None:
                   if len(line.get_xdata()) > 1}  # fmt: skip
         plt.close(fig)
         assert (styles - {"None"} != set()) is joined, styles
+
+
+def test_an_occupancy_marker_names_a_limit_only_where_one_caps_it() -> None:
+    """Where the launch allows every warp, every limit ties and none limits: the marker says
+    "nothing", not the first limit listed (the bound rule names the same limits)."""
+    _, groups = _drawn("h100-sxm", "classifier", "occupancy")
+    full = {gid: xy for gid, xy in groups.items() if (xy[:, 0] >= 100).any()}
+    assert full and all(gid.split(":")[1] == "nothing" for gid in full), list(full)
+    assert all((xy[:, 0] < 100).all() for gid, xy in groups.items() if ":nothing" not in gid)

@@ -200,6 +200,18 @@ def _grid(row: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def occupancy_limiters(row: Mapping[str, Any]) -> list[str]:
+    """The launch limits (OCCUPANCY_LIMITS) that cap a row's theoretical occupancy: those
+    allowing the fewest blocks per SM, every tie (ncu names each); none where the launch
+    allows every warp (100 %: all limits tie, none limits) or the report has none."""
+    if not _nan(row.get("theoretical_occupancy_pct")) < 100:  # 100 %, or not in the report
+        return []
+    limits = {k: _nan(row.get(f"occupancy_limit_{k}")) for k in OCCUPANCY_LIMITS}
+    limits = {k: v for k, v in limits.items() if math.isfinite(v)}
+    fewest = min(limits.values(), default=math.nan)
+    return [k for k, v in limits.items() if v == fewest]
+
+
 def _occupancy(row: Mapping[str, Any]) -> str | None:
     """Why occupancy limits, where it does (ncu's first advice is an occupancy rule, or
     achieved or theoretical occupancy is at most OCCUPANCY_LOW_PCT), else None: the gap
@@ -211,14 +223,11 @@ def _occupancy(row: Mapping[str, Any]) -> str | None:
     low = theoretical <= OCCUPANCY_LOW_PCT or achieved <= OCCUPANCY_LOW_PCT
     if first not in OCCUPANCY_RULES and not low:
         return None
-    limits = {k: _nan(row.get(f"occupancy_limit_{k}")) for k in OCCUPANCY_LIMITS}
-    limits = {k: v for k, v in limits.items() if math.isfinite(v)}
-    fewest = min(limits.values(), default=math.nan)
-    binding = [k for k, v in limits.items() if v == fewest]  # ncu names every tied limit
+    binding = occupancy_limiters(row)
     named = ", ".join(f"launch__occupancy_limit_{k}" for k in binding)
-    # only a limit that caps theoretical occupancy is named, and only where a report has one
+    fewest = _nan(row.get(f"occupancy_limit_{binding[0]}")) if binding else math.nan
     capped = (f", limited by {' and '.join(binding)} ({named} {fewest:.0f} blocks per SM)"
-              if binding and theoretical < 100 else "")  # fmt: skip
+              if binding else "")  # fmt: skip
     advised = f"; ncu's first advice is {first}" if first in OCCUPANCY_RULES else ""
     gap = theoretical - achieved > ACHIEVED_GAP_POINTS
     if first == "AchievedOccupancy" or (gap and first != "TheoreticalOccupancy"):

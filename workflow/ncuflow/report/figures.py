@@ -19,7 +19,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ..analyze.bound import BAND_POINTS, LATENCY_PCT, bound_class
+from ..analyze.bound import BAND_POINTS, LATENCY_PCT, bound_class, occupancy_limiters
 from ..spec import Family, load_family
 from ..vocab import BORDERLINE, COMPUTE, LATENCY, MEMORY, STANDARD_FIGURES
 from .roofline import roofline
@@ -27,6 +27,7 @@ from .style import (
     BOUND_MARKERS,
     FIGSIZE,
     LIMIT_MARKERS,
+    NO_LIMIT,
     NoFigure,
     Styles,
     free_dims,
@@ -214,13 +215,15 @@ def speed_of_light(
 
 def occupancy(table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]) -> Any:
     """Achieved against theoretical occupancy per configuration; the marker names the
-    resource that limits the blocks per SM (ncu's launch__occupancy_limit_*). A
+    resource that limits the blocks per SM (ncu's launch__occupancy_limit_*), or nothing
+    where the launch allows every warp (every limit ties at 100 %). A
     configuration of several kernels is hollow: its achieved occupancy is their average
     weighted by time, its theoretical one (and limiter) the longest kernel's, so it may
     lie above the diagonal where a shorter kernel keeps more warps."""
     rows = profiled_rows(table)
-    limits = rows[[f"occupancy_limit_{k}" for k in LIMIT_MARKERS]].astype(float)
-    limiter = limits.idxmin(axis=1, skipna=True).str.removeprefix("occupancy_limit_")
+    # the first of the limits that cap it (the bound rule's), "nothing" at 100 %
+    limiter = pd.Series([(occupancy_limiters(row) or [NO_LIMIT])[0]
+                         for row in rows.to_dict("records")], index=rows.index)  # fmt: skip
     several = rows["ncu_kernels"].astype(float).fillna(1) > 1
     fig, ax = plt.subplots(figsize=FIGSIZE)
     ax.plot([0, 100], [0, 100], color="0.5", lw=0.6, ls="--")

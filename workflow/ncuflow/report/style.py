@@ -42,7 +42,8 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 BASELINE_GREYS = ["0.15", "0.45", "0.65", "0.3", "0.55"]
 LEVEL_MARKERS = dict(zip(ROOFLINE_LEVELS, ("o", "s", "^"), strict=True))
 BOUND_MARKERS = {MEMORY: "o", COMPUTE: "^", LATENCY: "s", BORDERLINE: "D"}
-LIMIT_MARKERS = {"registers": "o", "shared_mem": "s", "warps": "^", "blocks": "D"}
+NO_LIMIT = "nothing"  # the launch allows every warp the SM has
+LIMIT_MARKERS = {"registers": "o", "shared_mem": "s", "warps": "^", "blocks": "D", NO_LIMIT: "X"}
 FIGSIZE = (8.0, 4.8)  # inches: a page-wide figure of a report
 # Ceiling labels stay readable where data points lie under them: drawn above the markers,
 # on a light backing.
