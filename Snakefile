@@ -55,7 +55,8 @@ from ncuflow.capture.records import REPLAY_CHECKED, unreplayable
 from ncuflow.device.mode import mode_line, replays_here
 from ncuflow.errors import NcuflowError
 from ncuflow.files import local_path, read_config, write_if_changed
-from ncuflow.study.config import coerce_overrides, load_study
+from ncuflow.study.checks import coerce_overrides
+from ncuflow.study.config import load_study
 from ncuflow.study.questions import questions_json
 from ncuflow.vocab import (
     CHUNKS,
@@ -65,6 +66,7 @@ from ncuflow.vocab import (
     PROFILE_ERRORS,
     PROFILE_EXTRAS,
     PROFILED,
+    SEARCH_FIGURE,
     STANDARD_FIGURES,
 )
 
@@ -120,11 +122,19 @@ SOURCE = str(
 )
 if workflow.is_main_process:  # not again in the processes that run jobs
     try:  # a capture's provenance that cannot be read: one line, no traceback
-        print(mode_line(config, CAPTURE, STUDY.count()), file=sys.stderr)
+        _searches = any(e.search.searches for e in STUDY.experiments.values())
+        print(mode_line(config, CAPTURE, STUDY.count(), _searches), file=sys.stderr)
         # what a replay here would lack, named before any job starts (a study small
         # enough to expand here; a larger one's jobs name it)
         if replays_here(config) and STUDY.count()[1] <= REPLAY_CHECKED:
-            _lacking = unreplayable(CAPTURE, (STUDY.plan(*job) for job in STUDY.jobs()))
+            _lacking = unreplayable(  # a search's configurations are known as it goes
+                CAPTURE,
+                (
+                    STUDY.plan(*job)
+                    for job in STUDY.jobs()
+                    if not STUDY.experiments[job[0]].search.searches
+                ),
+            )
             if _lacking:
                 raise NcuflowError(_lacking)
     except NcuflowError as exc:
@@ -155,9 +165,11 @@ onerror:
 # On a cluster (profiles/slurm) these run on the submitting machine; the GPU stages are jobs.
 localrules:
     all,
+    search,
     collect,
     plot,
     family_figure,
+    search_figure,
     summary,
     device_table,
     devices,
@@ -172,6 +184,7 @@ wildcard_constraints:
     batch="b[0-9]+",
 
 
+include: "workflow/rules/search.smk"
 include: "workflow/rules/compile.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/profile.smk"

@@ -263,7 +263,8 @@ def _replay(capture: str, work: Path) -> dict[str, pd.DataFrame]:
     """Each experiment's table of the capture replayed, its jobs' files in ``work``."""
     from ncuflow.analyze.collect import collect
     from ncuflow.analyze.derive import config_metrics
-    from ncuflow.profile.members import Member
+    from ncuflow.plan import Plan
+    from ncuflow.profile.members import Member, choose
     from ncuflow.runners.replay import ReplayRunner
 
     study = replayed_study(capture)
@@ -279,17 +280,23 @@ def _replay(capture: str, work: Path) -> dict[str, pd.DataFrame]:
                 continue
             base = work / experiment / variant  # a job's folder, its files named as in results/
             base.mkdir(parents=True)
-            plan, plan_path = study.plan(experiment, variant), base / "plan.json"
+            plan_path = base / "plan.json"
+            if study.experiments[experiment].search.searches:  # the rows its search measured
+                plan = Plan.load(folder / experiment / variant / "plan.json")
+            else:
+                plan = study.plan(experiment, variant)
             plan_path.write_text(plan.to_json())
             member = Member(plan_path, base / "measure.json", base)
             runner.measure([member], base / "journal.jsonl", lambda line: None)
+            # ncu.profile's choice among the measured, as the profile stage makes it
+            member = choose([member], study.profile_mode(experiment))[0]
             runner.profile([member], base / "chunks", lambda line: None)
             long = pd.read_parquet(base / "ncu_long.parquet")
             config_metrics(long).to_parquet(base / "metrics.parquet")
             jobs.append(tuple(base / s for s in ("plan.json", "measure.json",
                                                  "metrics.parquet")))  # fmt: skip
         tables[name] = collect(name, jobs, work / "device.json", work / name / "table.parquet",
-                               replay)  # fmt: skip
+                               replay, study.profile_mode(name))  # fmt: skip
     return tables
 
 

@@ -14,7 +14,8 @@ import yaml
 from conftest import ROOT, run_snakemake
 from ncuflow.errors import ConfigError
 from ncuflow.schema import CONFIG, load
-from ncuflow.study.config import coerce_overrides, load_study
+from ncuflow.study.checks import coerce_overrides
+from ncuflow.study.config import load_study
 from ncuflow.vocab import RESULTS_OWN
 
 BASE = {

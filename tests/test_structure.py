@@ -15,7 +15,7 @@ PACKAGE = ROOT / "workflow" / "ncuflow"
 BASE = {"vocab", "errors", "files", "schema", "plan", "limits", "ncu", "gpu", "expr", "metrics",
         "breakdown", "console", "tf32", "reference", "runlog", "runlock", "children",
         "nvrtc"}  # fmt: skip
-STAGES = {"spec", "study", "measure", "profile", "analyze", "device", "report", "capture",
+STAGES = {"spec", "study", "search", "measure", "profile", "analyze", "device", "report", "capture",
           "runners", "check", "compile"}  # fmt: skip
 MAX_LINES, MAX_FUNCTION_LINES = 450, 80
 

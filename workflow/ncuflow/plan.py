@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from pathlib import Path
@@ -138,6 +139,7 @@ class ConfigRow:
     executed_flops: int | None = None
     grid_facts: dict[str, int] | None = None
     scalars: dict[str, int | float] | None = None
+    search_round: int | None = None  # the round of a search that proposed it (search/)
 
     @property
     def pending(self) -> bool:
@@ -343,6 +345,19 @@ def profiled_ids(measured: dict[str, Record], profiled: bool) -> list[str]:
     if not profiled:
         return []
     return [config_id for config_id, rec in measured.items() if rec.status in TIMED]
+
+
+def profile_choice(mode: str, timed: Iterable[tuple[Hashable, str, float]]) -> set[str] | None:
+    """The configurations ``ncu.profile`` keeps (None: all that ran to the end): of
+    ``timed``, (group, id, time in ms) of each that measured ok, the fastest of each group
+    (``best``) or its K fastest (``top:K``), ties broken by id."""
+    if mode == "all":
+        return None
+    most = 1 if mode == "best" else int(mode.split(":", 1)[1])
+    groups: dict[Hashable, list[tuple[float, str]]] = {}
+    for group, config, time_ms in timed:
+        groups.setdefault(group, []).append((time_ms, config))
+    return {config for ranked in groups.values() for _, config in sorted(ranked)[:most]}
 
 
 def read_records(path: Path, fix: str = RERUN) -> dict[str, Record]:

@@ -90,6 +90,8 @@ def split_target(target: str) -> tuple[str, str]:
 # ---- figures every experiment gets; a family's own figures take other names
 
 STANDARD_FIGURES = ("roofline", "performance", "sweep", "speed_of_light", "occupancy", "traffic")
+SEARCH = "search"  # a search's folder of rounds, in results/<experiment>/ and a capture
+SEARCH_FIGURE = "search_progress"  # a search's own: the best found against evaluations
 
 # ---- what bounds a configuration (analyze.bound): a memory level, a compute roof, or
 # neither near its ceiling

@@ -33,6 +33,7 @@ rule collect:
             "--capture",
             CAPTURE,
             NCU_ARGS,
+            ["--profile", STUDY.profile_mode(wc.experiment)],
         ),
     shell:
         "{params.cmd} --log {log:q}"

@@ -8,28 +8,34 @@
 # cubin; the measure and profile jobs load those instead of compiling (without NVRTC's
 # Python bindings or a GPU here, it is empty and they compile, as before).
 
+COMPILE_CORES = max(1, min(CORES or os.cpu_count() or 1, os.cpu_count() or 1) - 1)
+
 
 rule compile:
     input:
-        lambda wc: sorted(
-            {
-                STUDY.plan_file(wc.experiment, v)
-                for v, _ in STUDY.batch_jobs(wc.experiment)
-            }
+        plans=lambda wc: sorted(
+            {plan for plan, _ in STUDY.compile_jobs(wc.experiment, wc.shard[1:])}
+        ),
+        # a search's round: its proposals, compiled when they are known (one job each)
+        proposals=lambda wc: (
+            STUDY.rounds(wc.experiment).proposals(wc.shard[1:]) if wc.shard else []
         ),
     output:
-        "results/{experiment}/compiled.json",
+        "results/{experiment}/compiled{shard}.json",
     log:
-        "results/{experiment}/logs/compile.log",
-    priority: lambda wc: STUDY.batch_priority(wc.experiment)
-    threads: max(1, min(CORES or os.cpu_count() or 1, os.cpu_count() or 1) - 1)
+        "results/{experiment}/logs/compile{shard}.log",
+    wildcard_constraints:
+        shard=r"(\.b[0-9]+)?",
+    priority: lambda wc: STUDY.batch_priority(wc.experiment, wc.shard[1:] or None)
+    threads: lambda wc: STUDY.rounds(wc.experiment).share(COMPILE_CORES, wc.shard)
     params:
-        cmd=lambda wc, output, threads: command_line(
+        cmd=lambda wc, input, output, threads: command_line(
             "compile",
             [
-                ["--job", STUDY.plan_file(wc.experiment, v), p]
-                for v, p in STUDY.batch_jobs(wc.experiment)
+                ["--job", *job]
+                for job in STUDY.compile_jobs(wc.experiment, wc.shard[1:])
             ],
+            ["--proposals", input.proposals] if input.proposals else [],
             ["--out", output[0], "--workers", threads],
             MODE_ARGS,
         ),

@@ -22,7 +22,9 @@ rule measure:
                 for v, _ in STUDY.batch_jobs(wc.experiment, wc.batch)
             }
         ),
-        compiled="results/{experiment}/compiled.json",
+        compiled=lambda wc: STUDY.compiled_file(wc.experiment, wc.batch),
+        # a search's round: the configurations its batches measure (search.smk)
+        proposals=lambda wc: STUDY.rounds(wc.experiment).proposals(wc.batch),
     output:
         directory("results/{experiment}/measure.{batch}/measured"),
     log:
@@ -40,7 +42,8 @@ rule measure:
             ],
             ["--out", output[0]],
             ["--journal", f"results/{wc.experiment}/measure.{wc.batch}/journal.jsonl"],
-            ["--compiled", input.compiled],
+            ["--compiled", input.compiled] if input.compiled else [],
+            ["--proposals", input.proposals] if input.proposals else [],
             MODE_ARGS,
         ),
     shell:

@@ -75,3 +75,31 @@ rule family_figure:
         ),
     shell:
         "{params.cmd} --log {log:q}"
+
+
+# A search's progress: the best time found against the configurations measured, per size.
+rule search_figure:
+    input:
+        table="results/{experiment}/table.parquet",
+        device="results/device.json",
+        rounds=lambda wc: STUDY.rounds(wc.experiment).files(),
+    output:
+        png=report(
+            f"results/{{experiment}}/{SEARCH_FIGURE}.png",
+            caption=f"../report/{SEARCH_FIGURE}.rst",
+            category="{experiment}",
+            subcategory="figures",
+            labels={"figure": "search progress"},
+        ),
+        svg=f"results/{{experiment}}/{SEARCH_FIGURE}.svg",
+    log:
+        f"results/{{experiment}}/logs/plot_{SEARCH_FIGURE}.log",
+    params:
+        cmd=lambda wc, input: command_line(
+            "plot",
+            ["--table", input.table, "--device", input.device],
+            ["--kernels-dir", str(STUDY.kernels_dir), "--figure", SEARCH_FIGURE],
+            ["--rounds", input.rounds, "--out-dir", f"results/{wc.experiment}"],
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"

@@ -15,9 +15,9 @@
 
 rule profile:
     input:
-        plans=lambda wc: STUDY.batch_files(wc.experiment, wc.batch, PLAN),
-        measures=lambda wc: STUDY.batch_files(wc.experiment, wc.batch, MEASURE),
-        compiled="results/{experiment}/compiled.json",
+        plans=lambda wc: STUDY.profile_files(wc.experiment, wc.batch, PLAN),
+        measures=lambda wc: STUDY.profile_files(wc.experiment, wc.batch, MEASURE),
+        compiled=lambda wc: STUDY.compiled_file(wc.experiment),
     output:
         directory("results/{experiment}/profile.{batch}/profiled"),
     log:
@@ -27,10 +27,14 @@ rule profile:
     # here has no ncu: one core)
     threads: 1 if replays_here(config) else 2
     resources:
-        gpu=lambda wc: STUDY.batch_gpus(wc.experiment, wc.batch),
+        gpu=lambda wc: max(
+            STUDY.gpus(wc.experiment, v)
+            for v, _ in STUDY.profile_jobs(wc.experiment, wc.batch)
+        ),
     params:
         cmd=lambda wc, input, output, threads: command_line(
             "profile",
+            ["--profile", STUDY.profile_mode(wc.experiment)],
             ["--plans", input.plans, "--measures", input.measures],
             ["--out", output[0]],
             ["--chunks", f"results/{wc.experiment}/profile.{wc.batch}/{CHUNKS}"],
@@ -42,7 +46,7 @@ rule profile:
             ["--source", config["ncu"]["source"]],
             ["--source-sections", config["ncu"]["source_sections"]],
             ["--threads", threads],
-            ["--compiled", input.compiled],
+            ["--compiled", input.compiled] if input.compiled else [],
         ),
     shell:
         "{params.cmd} --log {log:q}"
@@ -51,7 +55,7 @@ rule profile:
 rule profiled:
     input:
         lambda wc: "results/{}/profile.{}/profiled".format(
-            wc.experiment, STUDY.batch_of(wc.experiment, wc.variant, wc.part)
+            wc.experiment, STUDY.profile_batch_of(wc.experiment, wc.variant, wc.part)
         ),
     output:
         [f"results/{{experiment}}/{{variant}}/{{part}}/{name}" for name in PROFILED],

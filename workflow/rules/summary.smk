@@ -8,6 +8,8 @@ rule summary:
         findings="results/{experiment}/findings.parquet",
         # the experiment's questions (their answers end summary.md), in a file that changes
         # only with them: editing a question redoes this rule alone
+        # a search's rounds: what it tried and skipped (none for a grid experiment)
+        rounds=lambda wc: STUDY.rounds(wc.experiment).files(),
         questions=lambda wc: str(
             write_if_changed(
                 Path(".snakemake/ncuflow/questions") / f"{wc.experiment}.json",
@@ -58,6 +60,7 @@ rule summary:
             output.rungs,
             "--questions",
             input.questions,
+            ["--rounds", input.rounds] if input.rounds else [],
         ),
     shell:
         "{params.cmd} --log {log:q}"

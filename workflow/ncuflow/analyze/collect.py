@@ -15,7 +15,7 @@ from ..errors import NcuflowError
 from ..expr import ExprError
 from ..files import read_json
 from ..metrics import COLUMNS
-from ..plan import LaunchGeometry, Plan, read_records
+from ..plan import LaunchGeometry, Plan, profile_choice, read_records
 from ..profile.explain import FINDING_COLUMNS, LINE_COLUMNS
 from ..profile.long_table import LONG_COLUMNS
 from ..spec import Family, Variant, load_variant
@@ -118,6 +118,8 @@ def variant_rows(
         row.update(plan.scalars_of(config))
         launches = config.launches
         row.update({k: getattr(config, k) for k in PLANNED})
+        if config.search_round is not None:  # a search's: the round that proposed it
+            row["search_round"] = config.search_round
         row["ai_model"] = _analytic_intensity(config.flops, config.model_dram_bytes)
         row.update(
             merit=family.merit,
@@ -167,9 +169,27 @@ def _timed_columns(
     elif cid in profile_errors:
         row["status"], row["error"] = PROFILE_ERROR, profile_errors[cid]
     elif variant.profiled and row["status"] == OK:
-        row["error"] = "ncu recorded no kernel inside this configuration's NVTX range"
+        row["error"] = NO_KERNEL
     else:
         row["bound_reason"] = _not_profiled(variant)
+
+
+NO_KERNEL = "ncu recorded no kernel inside this configuration's NVTX range"
+
+
+def unchosen(table: pd.DataFrame, mode: str, dims: list[str]) -> None:
+    """Rows ncu did not profile because ncu.profile (``mode``) did not choose them: not an
+    error, and said in bound_reason (the choice made again as the profile stage made it)."""
+    if mode == "all":
+        return
+    ok = table[(table["status"] == OK) & table["profiled"].astype(bool)]
+    timed = [((row["variant"], tuple(row[d] for d in dims)), index, row["time_ms"])
+             for index, row in ok.iterrows()]  # fmt: skip
+    kept = profile_choice(mode, timed) or set()
+    left = ok.index[~ok.index.isin(list(kept)) & (ok["error"] == NO_KERNEL)]
+    table.loc[left, "error"] = ""
+    table.loc[left, "bound_reason"] = (f"not profiled: ncu.profile {mode} profiles only the "
+                                       "fastest per variant and size")  # fmt: skip
 
 
 def family_columns(table: pd.DataFrame, family: Family) -> None:
@@ -200,9 +220,10 @@ def speedups(table: pd.DataFrame, family: Family, dims: list[str]) -> pd.Series:
 
 def collect(
     experiment: str, jobs: Sequence[tuple[Path, Path, Path]], device: Path, out: Path,
-    replay: Replay | None = None,
+    replay: Replay | None = None, profile: str = "all",
 ) -> pd.DataFrame:  # fmt: skip
     """jobs: (plan.json, measure.json, metrics.parquet) of each variant, in config order;
+    profile: ncu.profile, which decided which configurations ncu profiled;
     device: device.json, whose measured ceilings the bound rule uses; replay: the capture
     and this config's ncu settings, compared where device.json says it was replayed."""
     facts = read_json(Path(device))
@@ -225,6 +246,7 @@ def collect(
                                 for p in family.variant(v).params))  # fmt: skip
     missing = [c for c in dict.fromkeys(MEASURED + DETAILS) if c not in table]
     table = pd.concat([table, pd.DataFrame(np.nan, index=table.index, columns=missing)], axis=1)
+    unchosen(table, profile, dims)
     if family.speedup_over:
         table["speedup"] = speedups(table, family, dims)
     family_columns(table, family)
@@ -244,7 +266,7 @@ def collect(
     table = table[ordered + [c for c in table.columns if c not in ordered]]
     table.to_parquet(out, index=False)
     table.to_csv(out.with_suffix(".csv"), index=False)
-    variants = [job_rows[0]["variant"] for job_rows in per_job]  # a plan holds a configuration
+    variants = [Plan.load(Path(job[0])).variant for job in jobs]  # a search's part may be empty
     _experiment_extras(experiment, list(zip(variants, jobs, strict=True)), out.parent)
     return table
 

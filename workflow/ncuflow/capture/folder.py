@@ -4,7 +4,8 @@ replay it (``resources/captures/<name>/``).
 A capture holds, per experiment and variant, the plan, the timing records
 (``measure.json``) and every numeric ncu metric at full precision as read from the
 report (``ncu_long.parquet``); per experiment the GPU run's own table; and
-``device.json`` (with the measured ceilings) and ``capture.json`` (when, where, with which
+``device.json`` (with the measured ceilings), a search's rounds as proposed, and
+``capture.json`` (when, where, with which
 command and ncu settings). ``ncuflow capture <name>`` writes one from a GPU run's results.
 """
 
@@ -28,6 +29,7 @@ from ..vocab import (
     PLAN,
     PROFILE_EXTRAS,
     RUN,
+    SEARCH,
     TABLE,
     VERSION,
 )
@@ -114,6 +116,11 @@ def save_capture(
                 pd.concat(frames, ignore_index=True).to_parquet(target / extra, index=False)
         if (results / experiment / TABLE).is_file():
             shutil.copy2(results / experiment / TABLE, folder / experiment / TABLE)
+        rounds = sorted((results / experiment / SEARCH).glob("round*.json"))
+        if rounds:  # a search's proposals, which its replay gives back as they were
+            (folder / experiment / SEARCH).mkdir(exist_ok=True)
+            for path in rounds:
+                shutil.copy2(path, folder / experiment / SEARCH / path.name)
     shutil.copy2(results / DEVICE, folder / DEVICE)
     meta = {
         "name": name,

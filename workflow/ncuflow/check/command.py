@@ -1,7 +1,7 @@
 """``ncuflow check``'s study, read as Snakemake reads a run's: the config file given bare
 (``ncuflow check study.yaml``) or with ``--configfile`` (several are merged, each over the
 ones before), then ``--config key=value`` overrides parsed and merged by Snakemake's own
-functions and read as the schema wants (study.config.coerce_overrides, as the Snakefile
+functions and read as the schema wants (study.checks.coerce_overrides, as the Snakefile
 does). Relative paths in them are relative to the last config file's folder."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 
 from ..errors import NcuflowError
 from ..files import read_config
-from ..study.config import Study, coerce_overrides, load_study
+from ..study.checks import coerce_overrides
+from ..study.config import Study, load_study
 from .variants import TARGET, print_check
 
 DEFAULT = Path("config.yaml")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from ..spec.model import Variant
 from ..study.config import Study
 from ..vocab import OK
 
+SAMPLE = 16  # configurations of a search's space checked: a space may hold millions
 TARGET = "sm_90"  # the H100's: what a variant without an arch of its own is compiled for
 # What a variant's line says it is: checked and right, not (fully) checked here, or wrong.
 PASSED, NOT_CHECKED, WRONG = "ok", "not checked", "WRONG"
@@ -49,13 +51,24 @@ class Checked:
 
 
 def check_study(study: Study, arch: str = TARGET) -> Iterator[Checked]:
-    """Each variant of each experiment, in the study's order."""
+    """Each variant of each experiment, in the study's order: of a search's space, a sample
+    of what can run (the search proposes from all of it)."""
     for experiment, variant in study.jobs():
+        sampled = ""
         try:
-            status, said = _check(study.plan(experiment, variant), study, arch)
+            exp = study.experiments[experiment]
+            if exp.search.searches:
+                pending = exp.scans[variant].pending
+                taken = sorted(random.Random(0).sample(list(pending), min(SAMPLE, len(pending))))
+                plan = study.variant_plan(experiment, variant).plan.with_configs(
+                    [exp.grids[variant].row_at(p) for p in taken])  # fmt: skip
+                sampled = f"a search's sample of {len(taken)} of its {len(pending)}: "
+            else:
+                plan = study.plan(experiment, variant)
+            status, said = _check(plan, study, arch)
         except NcuflowError as exc:
             status, said = WRONG, str(exc)
-        yield Checked(experiment, variant, status, said)
+        yield Checked(experiment, variant, status, sampled + said)
 
 
 def summary(counts: Counter[str]) -> str:

@@ -50,10 +50,12 @@ def _build(source: str, name: str, options: tuple[str, ...], out: str) -> str | 
 
 
 def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, arch: str | None,
-                  workers: int, log: Callable[[str], None]) -> None:  # fmt: skip
+                  workers: int, log: Callable[[str], None],
+                  proposals: Path | None = None) -> None:  # fmt: skip
     """Compile what the cache lacks of every CUDA configuration of ``jobs`` ((variant plan,
-    part) of each measure job) for ``arch``, and write the index: without NVRTC's Python
-    bindings or an architecture, an empty one (the GPU jobs then compile, as before)."""
+    part) of each measure job; in a search, of the round file ``proposals``) for ``arch``,
+    and write the index: without NVRTC's Python bindings or an architecture, an empty one
+    (the GPU jobs then compile, as before)."""
     started = time.perf_counter()
     why_not = ("no GPU architecture (no nvidia-smi here, and none given)" if arch is None
                else None if bindings() is not None else "NVRTC's Python bindings are not "
@@ -68,7 +70,7 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
     pending: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
     helpers: dict[str, str] = {}
     for variant_plan, part in jobs:
-        plan = part_plan(variant_plan, part)
+        plan = part_plan(variant_plan, part, proposals)
         family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
         if variant.runs_on == "gpu" and not helpers:  # a GPU job checks, gates and flushes
             for name in HELPERS:

@@ -44,11 +44,14 @@ def replays_here(config: dict[str, Any]) -> bool:
         return False
 
 
-def mode_line(config: dict[str, Any], capture: Path, counts: tuple[int, int]) -> str:
+def mode_line(config: dict[str, Any], capture: Path, counts: tuple[int, int],
+              searches: bool = False) -> str:  # fmt: skip
     """What a run prints first: what this machine would do with the mode (each job decides
-    on the machine it runs on), where the numbers come from, and how many configurations."""
+    on the machine it runs on), where the numbers come from, and how many configurations
+    (``searches``: a search's, at most its budget, are to run)."""
     total, pending = counts
-    tail = f"{total} configurations, {pending} to run, {total - pending} skipped"
+    rest = "skipped or left to the searches" if searches else "skipped"
+    tail = f"{total} configurations, {pending} to run, {total - pending} {rest}"
     try:
         here, why = resolve_mode(config["mode"], config["ncu"]["path"])
     except NcuflowError:  # mode gpu on a machine without one: the jobs may run elsewhere

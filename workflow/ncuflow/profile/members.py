@@ -15,26 +15,29 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..files import atomic_write
 from ..metrics import tensor_counters
-from ..plan import ConfigRow, Job, Record, profiled_ids, read_records
+from ..plan import ConfigRow, Job, Record, profile_choice, profiled_ids, read_records
 from ..spec import load_variant
 from ..spec.model import Variant
-from ..vocab import split_target, target_id
+from ..vocab import OK, split_target, target_id
 from .worker import worker_command
 
 if TYPE_CHECKING:  # a job that only measures never loads pandas
     import pandas as pd
 
 
+@dataclass(frozen=True)
 class Member(Job):
     """A measure job in a profile job: what it measured, and which of its configurations
-    ncu profiles."""
+    ncu profiles (``chosen``: those ncu.profile kept, None for all: choose())."""
+
+    chosen: frozenset[str] | None = None
 
     @property
     def own_source(self) -> Path:
@@ -52,8 +55,15 @@ class Member(Job):
 
     @cached_property
     def ids(self) -> list[str]:
-        """The configurations ncu profiles: those that ran to the end, of a profiled variant."""
-        return profiled_ids(self.measured, self.variant.profiled)
+        """The configurations ncu profiles: those that ran to the end, of a profiled variant,
+        that ncu.profile kept."""
+        ids = profiled_ids(self.measured, self.variant.profiled)
+        return ids if self.chosen is None else [c for c in ids if c in self.chosen]
+
+    def problem(self, config: str) -> tuple:
+        """The problem a configuration is of: its sizes and scalars."""
+        row = self.rows[config]
+        return tuple(sorted({**row.dims, **self.plan.scalars_of(row)}.items()))
 
     @property
     def tensor(self) -> tuple[str, ...]:
@@ -63,6 +73,20 @@ class Member(Job):
     @cached_property
     def rows(self) -> dict[str, ConfigRow]:
         return {row.config_id: row for row in self.plan.configs}
+
+
+def choose(members: Sequence[Member], mode: str) -> list[Member]:
+    """The members with the configurations ncu.profile keeps (``mode``: all, best or
+    top:K), chosen among all of them: a variant's parts (a search's rounds) may be
+    several members, and its K fastest per size are chosen over them all."""
+    if mode == "all":
+        return list(members)
+    timed = [((m.plan.variant, m.problem(c)), target_id(m.key, c), m.measured[c].time_ms)
+             for m in members for c in m.ids
+             if m.measured[c].status == OK and m.measured[c].time_ms is not None]  # fmt: skip
+    kept = profile_choice(mode, timed) or set()
+    return [replace(m, chosen=frozenset(c for c in m.ids if target_id(m.key, c) in kept))
+            for m in members]  # fmt: skip
 
 
 @dataclass

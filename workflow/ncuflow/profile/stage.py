@@ -61,6 +61,7 @@ from ..vocab import (
     SOURCE_LINES,
     SWEEP,
     split_target,
+    target_id,
 )
 from .explain import FINDING_COLUMNS, LINE_COLUMNS, read_findings, read_source_lines
 from .long_table import LONG_COLUMNS, read_report, write_long
@@ -137,29 +138,31 @@ def tier_sections(settings: NcuSettings, tier: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*settings.sections, *extra]))
 
 
-def tier_ids(mode: str, member: Member) -> list[str]:
-    """A member's configurations of a deeper tier: none, all, the fastest of each size
-    (best), or of the size where the fastest takes least time (shortest) or longest
-    (longest)."""
-    ids, measured = member.ids, member.measured
+def tier_ids(mode: str, batch: Batch) -> list[str]:
+    """The targets of a deeper tier: none, all, the fastest of each variant at each size
+    (best; over all its members: a variant's parts, a search's rounds), or of the size
+    where that takes least time (shortest) or longest (longest)."""
+    every = [(m, c) for m in batch.members for c in m.ids]
     if mode == "none":
         return []
     if mode == "all":
-        return list(ids)
-    plan = member.plan
-    dims = {row.config_id: tuple(sorted({**row.dims, **plan.scalars_of(row)}.items()))
-            for row in plan.configs}  # fmt: skip
-    best: dict[tuple, str] = {}
-    for config in (c for c in ids if measured[c].status == OK):  # a wrong result: never best
-        time = measured[config].time_ms
-        size = dims[config]
-        if time is not None and (size not in best or time < measured[best[size]].time_ms):
-            best[size] = config
-    chosen = set(best.values())
+        return [target_id(m.key, c) for m, c in every]
+    best: dict[tuple, tuple[float, str]] = {}
+    for member, config in every:
+        record = member.measured[config]
+        if record.status != OK or record.time_ms is None:  # a wrong result: never best
+            continue
+        size = (member.plan.variant, member.problem(config))
+        timed = (record.time_ms, target_id(member.key, config))
+        best[size] = min(best.get(size, timed), timed)
+    chosen = {target: time for time, target in best.values()}
     if mode in ("shortest", "longest") and chosen:
         pick = min if mode == "shortest" else max
-        chosen = {pick(chosen, key=lambda c: measured[c].time_ms or 0.0)}
-    return [c for c in ids if c in chosen]
+        fastest: dict[str, tuple[float, str]] = {}
+        for (variant, _), timed in best.items():
+            fastest[variant] = pick(fastest.get(variant, timed), timed)
+        chosen = {target: time for time, target in fastest.values()}
+    return [target_id(m.key, c) for m, c in every if target_id(m.key, c) in chosen]
 
 
 def windows(batch: Batch, targets: Sequence[str], size: int) -> list[list[str]]:
@@ -356,8 +359,7 @@ def profile_stage(
     tiers = _Tiers(batch, folder, settings, profiler, log)
     every = [t for m in members for t in batch.targets(m, m.ids)]
     modes = {SOURCE: settings.source, EXPLAIN: settings.explain}
-    chosen = {tier: [t for m in members for t in batch.targets(m, tier_ids(mode, m))]
-              for tier, mode in modes.items()}  # fmt: skip
+    chosen = {tier: tier_ids(mode, batch) for tier, mode in modes.items()}
     try:
         # the deeper tiers first: what they profile, the sweep need not; the first pass
         # counts on every chunk, the next ones (rare) give the failed to the tier below

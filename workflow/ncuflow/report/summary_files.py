@@ -4,6 +4,7 @@ study's questions answered."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -12,14 +13,17 @@ from ..gpu import device_model
 from ..spec import load_family
 from ..study.questions import questions_from_json
 from . import questions, rungs
+from .search_report import search_markdown
 from .summary import markdown, summarize
 from .tables import findings_page, write_html_table
 
 
 def write_summary(table_path: Path, kernels_dir: Path, findings_path: Path,
-                  questions_path: Path | None, out: tuple[Path, Path, Path]) -> str:  # fmt: skip
+                  questions_path: Path | None, out: tuple[Path, Path, Path],
+                  rounds: Sequence[dict] = ()) -> str:  # fmt: skip
     """Write ``out`` (the summary CSV, the rung changes' CSV, summary.md) and their pages
-    from an experiment's table and findings; what was written, in a line."""
+    from an experiment's table and findings (and a search's ``rounds``, what it tried);
+    what was written, in a line."""
     csv, rungs_csv, md = out
     table = pd.read_parquet(table_path)
     family = load_family(kernels_dir, str(table["family"].iloc[0]))
@@ -30,6 +34,8 @@ def write_summary(table_path: Path, kernels_dir: Path, findings_path: Path,
     changes = rungs.rung_changes(table, family, findings)
     changes.to_csv(rungs_csv, index=False, float_format="%.6g")
     text = markdown(summary, family, experiment) + "\n" + rungs.markdown(changes)
+    if rounds:
+        text += "\n" + search_markdown(table, family, rounds)
     # the GPU models the answers were measured on (host rows and UUIDs left out)
     devices = table["device"].dropna() if "device" in table else pd.Series(dtype=str)
     models = sorted({device_model(d) for d in devices if not d.startswith("host: ")})

@@ -1,8 +1,9 @@
 """Checks a config must pass that its JSON schema cannot express: no deeper than the
 walks of a config can go, no float where an integer is meant (JSON Schema calls 1024.0 an
 integer), experiment names that are not the workflow's own in results/, ncu sections that
-exist, and grids of a size one can run. (A key written twice in a YAML file is refused as
-the file is read: ncuflow.files.read_config.)
+exist, grids of a size one can run, sizes that fit the family's index type and scalars of
+their declared types; and ``--config`` values read as the schema wants them. (A key
+written twice in a YAML file is refused as the file is read: ncuflow.files.read_config.)
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import schema
-from ..errors import ConfigError, key_path
-from ..files import DEPTH_EXPECTED, TOO_DEEP, too_deep
+from ..errors import ConfigError, SpecError, key_path
+from ..files import DEPTH_EXPECTED, TOO_DEEP, YamlError, load_yaml, too_deep
 from ..ncu import KNOWN_SECTIONS, installed_sections
+from ..spec import Family, scalar_value
 from ..vocab import RESULTS_OWN
+from .expand import refuse_unknown, values_once
 
 
 def check_config(config: dict[str, Any]) -> None:
@@ -129,3 +132,70 @@ def check_grid(config: Mapping[str, Any]) -> None:
             f"({limit:,}); narrow the grids, or raise the limit in the config "
             f"(max_configurations: {total}) if you mean to run them all",
         )
+
+
+def check_index_range(family: Family, sizes: list[dict[str, int]], where: str) -> None:
+    """Every dimension must fit the C type the family passes dimensions as."""
+    bits = 31 if family.index_type == "int32" else 63
+    for dims in sizes:
+        too_big = [d for d, v in dims.items() if v >= 2**bits]
+        if too_big:
+            raise ConfigError(
+                f"{where}.{too_big[0]}",
+                f"{dims[too_big[0]]} does not fit the {family.index_type} that family "
+                f"{family.name} passes its dimensions as (at most {2**bits - 1})",
+            )
+
+
+def experiment_scalars(
+    family: Family, given: Mapping[str, Any], where: str
+) -> tuple[dict[str, int | float], dict[str, list[int | float]]]:
+    """The family's scalar arguments with the experiment's values, each checked against
+    its declared dtype: (those of one value, those swept: a list of values each)."""
+    refuse_unknown(given, family.scalars, where, f"scalar of family {family.name}",
+                   "none (the family takes no scalar)")  # fmt: skip
+    values: dict[str, int | float] = {}
+    swept: dict[str, list[int | float]] = {}
+    for name, scalar in family.scalars.items():
+        value = given.get(name, scalar.value)
+        listed = value if isinstance(value, list) else [value]
+        checked = []
+        for i, one in enumerate(listed):
+            at = f"{where}.{name}[{i}]" if isinstance(value, list) else f"{where}.{name}"
+            try:
+                checked.append(scalar_value(name, scalar.dtype, one))
+            except SpecError as exc:
+                raise ConfigError(at, str(exc).split(": ", 1)[1]) from None
+        if isinstance(value, list):
+            swept[name] = values_once(checked, f"{where}.{name}")
+        else:
+            values[name] = checked[0]
+    return values, swept
+
+
+def coerce_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+    """Read as YAML each ``--config`` value that Snakemake leaves as text where the schema
+    wants something else: ``--config timing='{min_repeats: 10}'`` gives the text '10', which
+    is the integer 10 here (a value the config files gave keeps its own type). A text that
+    is not valid YAML is refused, naming its key and line."""
+    properties = schema.load(schema.CONFIG)["properties"]
+    pending = [((key,), value, properties.get(key, {})) for key, value in overrides.items()]
+    while pending:
+        path, value, wanted = pending.pop()
+        if isinstance(value, Mapping):
+            inner = wanted.get("properties", {})
+            pending += [((*path, k), v, inner.get(k, {})) for k, v in value.items()]
+            continue
+        types = wanted.get("type", [])
+        types = [types] if isinstance(types, str) else types
+        if not isinstance(value, str) or not types or "string" in types:
+            continue
+        try:
+            read = load_yaml(value)
+        except YamlError as exc:
+            raise ConfigError(key_path(path), f"the --config value is not valid YAML: {exc}"
+                              ) from None  # fmt: skip
+        node = config
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = read

@@ -10,16 +10,15 @@ import hashlib
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import schema
-from ..errors import ConfigError, NcuflowError, SpecError, key_path
-from ..files import YamlError, atomic_write, load_yaml, local_path
+from ..errors import ConfigError, NcuflowError, SpecError
+from ..files import atomic_write, local_path, read_json
 from ..ncu import NcuSettings
 from ..plan import ConfigRow, Plan, Timing, VariantPlan
-from ..spec import Family, available_families, load_family, scalar_value
+from ..spec import Family, available_families, load_family
 from ..spec.functions import check_functions
 from ..vocab import (
     ENQUEUE_METHOD,
@@ -27,13 +26,15 @@ from ..vocab import (
     MEASURE,
     METRICS,
     PLAN,
+    SEARCH_FIGURE,
     STANDARD_FIGURES,
     VERSION,
 )
-from .checks import check_config
-from .expand import DeviceLimits, Scan, VariantGrid, size_grid, values_once
+from .checks import check_config, check_index_range, experiment_scalars
+from .expand import DeviceLimits, Scan, VariantGrid, size_grid
 from .parts import batch_groups, part_expected_s, part_starts
 from .questions import Question, parse_questions
+from .rounds import Rounds, SearchSettings, proposed
 
 BUNDLED_KERNELS = Path(__file__).resolve().parents[3] / "kernels"  # the workflow's own
 PLANS = Path(".snakemake") / "ncuflow" / "plans"  # where the workflow keeps plans for jobs
@@ -49,6 +50,7 @@ class Experiment:
     scalars: dict[str, int | float]  # each scalar's one value (declared or overridden)
     swept: dict[str, list[int | float]]  # each scalar the experiment sweeps: its values
     questions: tuple[Question, ...]  # what the report the study follows asked of it
+    search: SearchSettings  # how its grids are explored: every configuration, or a search
 
     @property
     def variants(self) -> list[str]:
@@ -100,8 +102,11 @@ class Study:
         """The jobs a variant's configurations are split into (p0, p1, ...): each of at
         most ``configurations_per_job`` to run (or as many more as keep a variant within
         ``max_jobs_per_variant`` jobs) and about equal expected GPU time (study.parts), so
-        that a long sweep spreads evenly over GPUs."""
-        return [f"p{i}" for i in range(len(self._part_starts(experiment, variant)))]
+        that a long sweep spreads evenly over GPUs; a search's, one per measure job of each
+        of its rounds (study.rounds)."""
+        search = self.experiments[experiment].search
+        count = search.parts if search.searches else len(self._part_starts(experiment, variant))
+        return [f"p{i}" for i in range(count)]
 
     def _part_starts(self, experiment: str, variant: str) -> tuple[int, ...]:
         key = (experiment, variant)
@@ -114,7 +119,9 @@ class Study:
 
     def priority(self, experiment: str, variant: str, part: str) -> int:
         """A job's Snakemake priority: its part's expected GPU seconds (study.parts), so
-        that the longest jobs start first."""
+        that the longest jobs start first (a search's rounds go in their order)."""
+        if self.experiments[experiment].search.searches:
+            return 0
         scan = self.experiments[experiment].scans[variant]
         starts = self._part_starts(experiment, variant)
         index = int(part[1:])
@@ -132,6 +139,10 @@ class Study:
         if experiment not in self._groups:
             exp = self.experiments[experiment]
             groups: list[list[tuple[str, str]]] = []
+            if exp.search.searches:  # b<i>: part p<i> of every variant (study.rounds)
+                parts = range(exp.search.parts)
+                self._groups[experiment] = [[(v, f"p{i}") for v in exp.variants] for i in parts]
+                return self._groups[experiment]
             for on_gpu in (1, 0):
                 jobs = [(v, p) for v in exp.variants for p in self.parts(experiment, v)
                         if self.gpus(experiment, v) == on_gpu]  # fmt: skip
@@ -163,12 +174,59 @@ class Study:
         return sum(self.priority(experiment, v, p) for v, p in self.batch_jobs(experiment, batch))
 
     def batch_gpus(self, experiment: str, batch: str) -> int:
-        """GPUs a batch's jobs hold: one, or none for host variants (batched apart)."""
-        return self.gpus(experiment, self.batch_jobs(experiment, batch)[0][0])
+        """GPUs a batch's jobs hold: one, or none for host variants (batched apart, but in
+        a search's batches beside the GPU's)."""
+        return max(self.gpus(experiment, v) for v, _ in self.batch_jobs(experiment, batch))
 
     def batch_threads(self, experiment: str, batch: str, cores: int | None) -> int:
         """Cores a batch's measure job holds (threads())."""
-        return self.threads(experiment, self.batch_jobs(experiment, batch)[0][0], cores)
+        return max(self.threads(experiment, v, cores)
+                   for v, _ in self.batch_jobs(experiment, batch))  # fmt: skip
+
+    def profile_mode(self, experiment: str) -> str:
+        """Which configurations ncu profiles (ncu.profile): as the config says, else all in
+        a grid experiment and the 3 fastest per variant and size in a search."""
+        given = self.config["ncu"]["profile"]
+        return given or ("top:3" if self.experiments[experiment].search.searches else "all")
+
+    def profile_batches(self, experiment: str) -> list[str]:
+        """An experiment's profile jobs: one per measure batch where ncu profiles every
+        configuration, else one that chooses among all of them."""
+        return self.batches(experiment) if self.profile_mode(experiment) == "all" else ["b0"]
+
+    def profile_jobs(self, experiment: str, batch: str) -> list[tuple[str, str]]:
+        """(variant, part) of each measure job a profile job takes."""
+        whole = self.profile_mode(experiment) != "all"
+        return self.batch_jobs(experiment, None if whole else batch)
+
+    def profile_batch_of(self, experiment: str, variant: str, part: str) -> str:
+        """The profile job that takes a measure job."""
+        if self.profile_mode(experiment) != "all":
+            return "b0"
+        return self.batch_of(experiment, variant, part)
+
+    def profile_files(self, experiment: str, batch: str, name: str) -> list[str]:
+        """The file ``name`` of each measure job a profile job takes."""
+        taken = self.profile_jobs(experiment, batch)
+        return [f"results/{experiment}/{v}/{p}/{name}" for v, p in taken]
+
+    def rounds(self, experiment: str) -> Rounds:
+        """A search's rounds: their files, and what each reads."""
+        exp = self.experiments[experiment]
+        return Rounds(experiment, tuple(exp.variants), exp.search)
+
+    def compiled_file(self, experiment: str, batch: str | None = None) -> list[str]:
+        """The cubins' index a measure batch (or, without ``batch``, a profile job) loads:
+        its experiment's; in a search, its round's own (a round's proposals are compiled
+        when they are known), and none for the profile, which builds its few itself."""
+        if not self.experiments[experiment].search.searches:
+            return [f"results/{experiment}/compiled.json"]
+        return [f"results/{experiment}/compiled.{batch}.json"] if batch else []
+
+    def compile_jobs(self, experiment: str, batch: str) -> list[tuple[str, str]]:
+        """(variant plan, part) of the measure jobs a compile job builds for ('': all)."""
+        taken = self.batch_jobs(experiment, batch or None)
+        return [(self.plan_file(experiment, v), p) for v, p in taken]
 
     @property
     def ncu(self) -> NcuSettings:
@@ -241,17 +299,23 @@ class Study:
         return isinstance(self.config["experiments"][experiment]["sizes"], list)
 
     def figures(self, experiment: str) -> list[str]:
-        """Every figure of an experiment: the standard ones and its family's own."""
-        return [*STANDARD_FIGURES, *self.experiments[experiment].family.figures]
+        """Every figure of an experiment: the standard ones, its family's own, a search's."""
+        exp = self.experiments[experiment]
+        return [*STANDARD_FIGURES, *exp.family.figures, *[SEARCH_FIGURE][: exp.search.searches]]
 
     def family_figures(self) -> list[str]:
         """Names of the figures the families of this study declare themselves."""
         return sorted({f for e in self.experiments.values() for f in e.family.figures})
 
     def count(self) -> tuple[int, int]:
-        """(configurations, of which pending)."""
-        scans = [scan for e in self.experiments.values() for scan in e.scans.values()]
-        return sum(s.size for s in scans), sum(len(s.pending) for s in scans)
+        """(configurations, of which to run): of a search's, at most its budget per size."""
+        total = runs = 0
+        for exp in self.experiments.values():
+            pending = sum(len(scan.pending) for scan in exp.scans.values())
+            most = exp.search.budget * len(next(iter(exp.grids.values())).problems)
+            total += sum(scan.size for scan in exp.scans.values())
+            runs += min(pending, most) if exp.search.searches else pending
+        return total, runs
 
 
 def _experiment(
@@ -270,8 +334,8 @@ def _experiment(
     except NcuflowError as exc:
         raise ConfigError(f"{where}.family", str(exc)) from None
     sizes = size_grid(data["sizes"], family.dims, f"{where}.sizes")
-    _check_index_range(family, sizes, f"{where}.sizes")
-    scalars, swept = _scalars(family, data.get("scalars") or {}, f"{where}.scalars")
+    check_index_range(family, sizes, f"{where}.sizes")
+    scalars, swept = experiment_scalars(family, data.get("scalars") or {}, f"{where}.scalars")
     grids, scans, given = {}, {}, {}
     for vname, vdata in data["variants"].items():
         given[vname] = vdata or {}
@@ -297,6 +361,7 @@ def _experiment(
         scalars=scalars,
         swept=swept,
         questions=parse_questions(data.get("questions"), grids, family.problem_columns, where),
+        search=SearchSettings.from_config(data.get("search")),
     )
 
 
@@ -330,9 +395,21 @@ def _variant_grid(
                        given.get("dtype"), swept)  # fmt: skip
 
 
-def part_plan(variant_plan: Path, part: str) -> Plan:
+def part_plan(variant_plan: Path, part: str, proposals: Path | None = None) -> Plan:
     """A job's plan.json: its part of a variant's plan, expanded from the grid the config
-    gave, against the kernel sources as they were when the study was planned."""
+    gave, against the kernel sources as they were when the study was planned; in a search,
+    the part's configurations that its round proposed (``proposals``, its round file)."""
+    whole, grid = variant_grid(variant_plan)
+    if proposals is not None:
+        taken = proposed(proposals, part, whole.plan.variant)
+        search_round = read_json(proposals, "a search round's proposals")["round"]
+        return whole.plan.with_configs([replace(grid.row_at(p), search_round=search_round)
+                                        for p in taken])  # fmt: skip
+    return whole.plan.with_configs(grid.rows(*whole.part_range(part)))
+
+
+def variant_grid(variant_plan: Path) -> tuple[VariantPlan, VariantGrid]:
+    """A variant's plan, and its grid built again from what the config gave."""
     whole = VariantPlan.load(variant_plan)
     header = whole.plan
     family = load_family(Path(header.kernels_dir), header.family)
@@ -348,79 +425,7 @@ def part_plan(variant_plan: Path, part: str) -> Plan:
     if grid.size != whole.size:
         raise NcuflowError(f"{variant_plan}: its grid has {grid.size} positions, not "
                            f"{whole.size}; written by another ncuflow, or edited")  # fmt: skip
-    return header.with_configs(grid.rows(*whole.part_range(part)))
-
-
-def _check_index_range(family: Family, sizes: list[dict[str, int]], where: str) -> None:
-    """Every dimension must fit the C type the family passes dimensions as."""
-    bits = 31 if family.index_type == "int32" else 63
-    for dims in sizes:
-        too_big = [d for d, v in dims.items() if v >= 2**bits]
-        if too_big:
-            raise ConfigError(
-                f"{where}.{too_big[0]}",
-                f"{dims[too_big[0]]} does not fit the {family.index_type} that family "
-                f"{family.name} passes its dimensions as (at most {2**bits - 1})",
-            )
-
-
-def _scalars(
-    family: Family, given: Mapping[str, Any], where: str
-) -> tuple[dict[str, int | float], dict[str, list[int | float]]]:
-    """The family's scalar arguments with the experiment's values, each checked against
-    its declared dtype: (those of one value, those swept: a list of values each)."""
-    unknown = [k for k in given if k not in family.scalars]
-    if unknown:
-        valid = ", ".join(family.scalars) or "none (the family takes no scalar)"
-        raise ConfigError(
-            f"{where}.{unknown[0]}",
-            f"unknown scalar {unknown[0]!r} of family {family.name}; valid: {valid}",
-        )
-    values: dict[str, int | float] = {}
-    swept: dict[str, list[int | float]] = {}
-    for name, scalar in family.scalars.items():
-        value = given.get(name, scalar.value)
-        listed = value if isinstance(value, list) else [value]
-        checked = []
-        for i, one in enumerate(listed):
-            at = f"{where}.{name}[{i}]" if isinstance(value, list) else f"{where}.{name}"
-            try:
-                checked.append(scalar_value(name, scalar.dtype, one))
-            except SpecError as exc:
-                raise ConfigError(at, str(exc).split(": ", 1)[1]) from None
-        if isinstance(value, list):
-            swept[name] = values_once(checked, f"{where}.{name}")
-        else:
-            values[name] = checked[0]
-    return values, swept
-
-
-def coerce_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> None:
-    """Read as YAML each ``--config`` value that Snakemake leaves as text where the schema
-    wants something else: ``--config timing='{min_repeats: 10}'`` gives the text '10', which
-    is the integer 10 here (a value the config files gave keeps its own type). A text that
-    is not valid YAML is refused, naming its key and line."""
-    properties = schema.load(schema.CONFIG)["properties"]
-    pending = [((key,), value, properties.get(key, {})) for key, value in overrides.items()]
-    while pending:
-        path, value, wanted = pending.pop()
-        if isinstance(value, Mapping):
-            inner = wanted.get("properties", {})
-            pending += [((*path, k), v, inner.get(k, {})) for k, v in value.items()]
-            continue
-        types = wanted.get("type", [])
-        types = [types] if isinstance(types, str) else types
-        if not isinstance(value, str) or not types or "string" in types:
-            continue
-        try:
-            read = load_yaml(value)
-        except YamlError as exc:
-            raise ConfigError(key_path(path), f"the --config value is not valid YAML: {exc}"
-                              ) from None  # fmt: skip
-        node = config
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = read
+    return whole, grid
 
 
 def load_study(

@@ -207,15 +207,22 @@ def _check_launches(
     return "", active
 
 
+def refuse_unknown(given: Iterable[str], known: Iterable[str], where: str, what: str,
+                   none: str) -> None:  # fmt: skip
+    """A ConfigError naming the first of ``given`` not ``known`` (``what``: 'parameter ...
+    of variant x'; ``none``: what to say where nothing is known)."""
+    known = list(known)
+    unknown = [k for k in given if k not in known]
+    if unknown:
+        kind, _, owner = what.partition(" ")
+        raise ConfigError(f"{where}.{unknown[0]}", f"unknown {kind} {unknown[0]!r} {owner}; "
+                          f"valid: {', '.join(known) or none}")  # fmt: skip
+
+
 def _param_values(variant: Variant, grid: Mapping[str, Any], where: str) -> list[list[int]]:
     """Each tunable's values, in the variant's order of tunables."""
-    unknown = [p for p in grid if p not in variant.params]
-    if unknown:
-        valid = ", ".join(variant.params) or "none (this variant has no tunables)"
-        raise ConfigError(
-            f"{where}.{unknown[0]}",
-            f"unknown parameter {unknown[0]!r} of variant {variant.name}; valid: {valid}",
-        )
+    refuse_unknown(grid, variant.params, where, f"parameter of variant {variant.name}",
+                   "none (this variant has no tunables)")  # fmt: skip
     return [values_once(grid.get(p, default), f"{where}.{p}")
             for p, default in variant.params.items()]  # fmt: skip
 
@@ -323,7 +330,7 @@ class VariantGrid:
         self.problems = [(dims, scalars) for dims in sizes for scalars in scalar_sets]
         self.limits, self.where = limits, where
         self._declared = family.folder / "family.yaml"  # where the counts are written
-        self._values = _param_values(variant, params_grid, f"{where}.params")
+        self.values = _param_values(variant, params_grid, f"{where}.params")
         self._restrictions = _restrictions(family, variant, extra_restrictions, where)
         self.dtypes = variant.dtypes(dtype)
         self._facts = limits.facts()
@@ -337,11 +344,11 @@ class VariantGrid:
         declared = (("model_dram_bytes", variant.model_dram_bytes),
                     ("executed_flops", variant.executed_flops))  # fmt: skip
         self._models = {k: e for k, e in declared if e is not None}
-        self.size = math.prod(len(v) for v in self._values) * len(self.problems)
+        self.size = math.prod(len(v) for v in self.values) * len(self.problems)
 
     def _tunables(self, start: int = 0) -> Iterator[dict[str, int]]:
         """Each combination of tunables in grid order, from the ``start``-th."""
-        combos = itertools.product(*self._values)
+        combos = itertools.product(*self.values)
         for combo in itertools.islice(combos, start, None):
             yield dict(zip(self.variant.params, combo, strict=True))
 
@@ -415,6 +422,16 @@ class VariantGrid:
             grid_facts=self._grid_facts,
             scalars=scalars or None,
         )
+
+    def row_at(self, position: int) -> ConfigRow:
+        """The configuration at one grid position, without walking the grid to it."""
+        combo, problem = divmod(position, len(self.problems))
+        picked = []
+        for values in reversed(self.values):  # the last tunable varies fastest
+            combo, index = divmod(combo, len(values))
+            picked.append(values[index])
+        params = dict(zip(self.variant.params, reversed(picked), strict=True))
+        return self._row(params, *self.problems[problem])
 
     def rows(self, start: int = 0, stop: int | None = None) -> list[ConfigRow]:
         """The configurations at positions [start, stop), in grid order."""

@@ -1,0 +1,214 @@
+"""Search (experiments.<name>.search): the space a sampler sees maps onto the grid, rounds
+propose what was never measured and never what cannot run, the same seed proposes the same,
+the budget holds, ncu.profile chooses the fastest, and a search's study replays from its
+capture exactly, and resumes after a round is lost with the same proposals."""
+
+import functools
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import CAPTURES, ROOT, minimal_config, run_snakemake, workflow_copy_into
+from ncuflow.errors import ConfigError
+from ncuflow.plan import Record, profile_choice
+from ncuflow.profile.members import Member, choose
+from ncuflow.search.simulate import captured, simulate
+from ncuflow.search.space import Point, least_time_ms
+from ncuflow.search.stage import plan_round, spaces_of
+from ncuflow.study.config import Experiment, load_study
+from ncuflow.study.rounds import SearchSettings
+
+CAPTURE = "h200-regtile_search"
+SPACE = {"BM": [16, 32, 64, 128, 256, 512], "BN": [16, 32, 64, 128, 256, 512],
+         "BK": [4, 8, 16, 32, 64], "TM": [4, 8, 16], "TN": [4, 8, 16]}  # fmt: skip
+
+
+def _experiment(search: dict | None = None, variants: dict | None = None) -> Experiment:
+    config = minimal_config(sizes={"M": [1024, 2048], "N": "M", "K": "M"},
+                            variants=variants or {"regtile_2d": {"params": SPACE}},
+                            **({"search": search} if search else {}))  # fmt: skip
+    return load_study(config).experiments["sq"]
+
+
+@functools.cache
+def _captured() -> tuple[dict, dict]:
+    return captured(CAPTURES / CAPTURE, "regtile_space")
+
+
+def test_each_position_of_the_space_is_the_grids_row_there() -> None:
+    grid = _experiment().grids["regtile_2d"]
+    spaces = spaces_of({"regtile_2d": grid})
+    for position in random.Random(0).sample(range(grid.size), 60):
+        row = grid.row_at(position)
+        assert row == grid.rows(position, position + 1)[0]
+        point, values = spaces[position % 2].point_of(row)
+        assert point == Point("regtile_2d", position) and set(values) == set(SPACE)
+
+
+def test_the_same_seed_proposes_the_same_and_another_seed_otherwise() -> None:
+    experiment = _experiment()
+    compute = {"regtile_2d": ("fp32",)}
+
+    def proposed(seed: int) -> dict:
+        settings = SearchSettings(strategy="tpe", budget=40, batch=20, seed=seed)
+        return plan_round(spaces_of(experiment.grids), settings, 0, [], {}, compute)["parts"]
+
+    assert proposed(3) == proposed(3)
+    assert proposed(3) != proposed(4)
+
+
+@pytest.mark.parametrize("strategy", ["random", "tpe"])
+def test_a_search_measures_its_budget_once_each_and_only_what_can_run(strategy: str) -> None:
+    experiment = _experiment()
+    records, ceilings = _captured()
+    settings = SearchSettings(strategy=strategy, budget=50, batch=20, jobs_per_round=2, seed=1)
+    measured, skipped = simulate(experiment, settings, records, ceilings)
+    ids = [row.config_id for row, _ in measured]
+    assert len(ids) == len(set(ids)) == 2 * 50  # two sizes, no configuration twice
+    assert all(row.pending for row, _ in measured)  # none a restriction or limit rules out
+    assert skipped["ruled out"] > 0  # proposed, then told pruned: never measured
+    assert [row.search_round for row, _ in measured] == sorted(r.search_round for r, _ in measured)
+
+
+def test_a_space_smaller_than_the_budget_is_measured_once_and_the_rounds_end() -> None:
+    variants = {"stmvb": {"params": {"BLOCK_SIZE": [8, 16, 24], "PARALLEL": [2, 4, 8]}}}
+    experiment = _experiment(variants=variants)
+    runnable = {(r.variant, r.config_id) for r in experiment.grids["stmvb"].rows() if r.pending}
+    records = {key: Record("ok", time_ms=1.0 + i) for i, key in enumerate(sorted(runnable))}
+    settings = SearchSettings(strategy="tpe", budget=40, batch=4, seed=0)
+    measured, _ = simulate(experiment, settings, records, {})
+    assert sorted((r.variant, r.config_id) for r, _ in measured) == sorted(runnable)
+
+
+def test_roofline_pruning_skips_what_its_model_says_cannot_beat_the_best() -> None:
+    row = _experiment().grids["regtile_2d"].row_at(0)  # BM=BN=16: much modelled traffic
+    ceilings = {"fp32": {"value": 60e12}, "dram": {"value": 4e12}}
+    least = least_time_ms(row, ("fp32",), ceilings)
+    flops = row.executed_flops or row.flops
+    assert least == pytest.approx(1e3 * max(flops / 60e12, row.model_dram_bytes / 4e12) / 1.1)
+    assert least_time_ms(row, ("fp32",), {}) == 0.0  # no ceilings: nothing skipped
+    records, measured_ceilings = _captured()
+    settings = SearchSettings(strategy="tpe", budget=60, batch=20, seed=0)
+    kept, skipped = simulate(_experiment(), settings, records, measured_ceilings)
+    assert skipped["roofline"] > 0 and len(kept) == 120  # skipped: never counted
+
+
+def test_ncu_profile_keeps_the_fastest_per_group_ties_by_id() -> None:
+    timed = [("a", "x", 3.0), ("a", "y", 1.0), ("a", "z", 1.0), ("b", "w", 5.0)]
+    assert profile_choice("all", timed) is None
+    assert profile_choice("best", timed) == {"y", "w"}
+    assert profile_choice("top:2", timed) == {"y", "z", "w"}
+
+
+def test_the_profile_stage_chooses_over_all_parts_of_a_variant(tmp_path: Path) -> None:
+    """A search's rounds are parts of one variant: its K fastest per size are chosen among
+    all of them, not K in each."""
+    experiment = _experiment(search={"strategy": "random", "budget": 8, "batch": 4})
+    grid, members = experiment.grids["regtile_2d"], []
+    records, _ = _captured()
+    rows = [grid.row_at(p) for p in range(grid.size)]
+    rows = [r for r in rows if r.pending and r.dims["M"] == 1024][:12]
+    header = load_study(minimal_config(variants={"regtile_2d": {"params": SPACE}})).plan(
+        "sq", "regtile_2d", "p0")  # fmt: skip
+    for i in range(3):
+        part = tmp_path / f"p{i}"
+        part.mkdir()
+        (part / "plan.json").write_text(header.with_configs(rows[4 * i : 4 * i + 4]).to_json())
+        taken = {r.config_id: records[("regtile_2d", r.config_id)].to_json()
+                 for r in rows[4 * i : 4 * i + 4]}  # fmt: skip
+        (part / "measure.json").write_text(json.dumps(taken))
+        members.append(Member(part / "plan.json", part / "measure.json", part, f"p{i}"))
+    chosen = [c for m in choose(members, "top:3") for c in m.ids]
+    times = sorted((records[("regtile_2d", r.config_id)].time_ms, r.config_id) for r in rows)
+    assert sorted(chosen) == sorted(c for _, c in times[:3])
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [
+        ({"search": {"strategy": "annealing"}}, "experiments.sq.search.strategy"),
+        ({"search": {"budget": 0}}, "experiments.sq.search.budget"),
+        ({"search": {"batches": 4}}, "experiments.sq.search"),
+    ],
+)
+def test_a_wrong_search_section_is_refused_naming_its_key(section: dict, key: str) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_study(minimal_config(**section))
+
+
+def test_a_wrong_ncu_profile_is_refused() -> None:
+    config = minimal_config()
+    config["ncu"] = {"profile": "top:0"}
+    with pytest.raises(ConfigError, match=r"ncu\.profile"):
+        load_study(config)
+
+
+def test_a_search_replays_from_its_capture_as_the_gpu_ran_it(tmp_path: Path) -> None:
+    """The capture's search replayed on a CPU: each round as the GPU run proposed it (a
+    sampler's last bits differ between machines), every record and every profile of the
+    3 fastest per size there; the search's figure and summary section made."""
+    folder = workflow_copy_into(tmp_path / "workflow")
+    config = yaml.safe_load((ROOT / "experiments" / "regtile_search.yaml").read_text())
+    del config["experiments"]["regtile_space"]
+    (folder / "search.yaml").write_text(yaml.safe_dump(config))
+    proc = run_snakemake(folder, "--cores", "2", "--configfile", "search.yaml", "--config",
+                         "mode=replay")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = folder / "results" / "regtile_search"
+    table = pd.read_parquet(results / "table.parquet")
+    gpu = pd.read_parquet(CAPTURES / CAPTURE / "regtile_search" / "table.parquet")
+    assert sorted(table["config_id"]) == sorted(gpu["config_id"])
+    assert (table["search_round"].value_counts() == 40).all()  # 20 per size and round
+    assert table["sm_throughput_pct"].notna().sum() == 6  # top:3 of each size
+    unchosen = table["bound_reason"].str.startswith("not profiled: ncu.profile top:3")
+    assert unchosen.sum() == 234 and (table.loc[unchosen, "error"] == "").all()
+    assert "## The search" in (results / "summary.md").read_text()
+    assert (results / "search_progress.png").is_file()
+
+
+def test_a_lost_round_is_proposed_again_the_same(tmp_path: Path) -> None:
+    """A search stopped with a round lost: the same command proposes it again exactly
+    (its sampler's seed and the times before it decide it), and keeps what was measured."""
+    folder = workflow_copy_into(tmp_path / "workflow")
+    config = {
+        "mode": "replay",
+        "capture": "h100-sxm-coarsening",
+        "experiments": {
+            "coarsening_search": {
+                "family": "matmul",
+                "sizes": {"M": [1024, 2048], "N": "M", "K": "M"},
+                "variants": {"stmo": {"params": {"BLOCK_SIZE": [8, 16, 24, 32],
+                                                 "OP_PER_THREAD": [2, 4, 8]}},
+                             "stmvb": {"params": {"BLOCK_SIZE": [8, 16, 24],
+                                                  "PARALLEL": [2, 4, 8]}}},
+                "search": {"strategy": "tpe", "budget": 8, "batch": 4, "jobs_per_round": 2},
+            }
+        },
+    }  # fmt: skip
+    (folder / "search.yaml").write_text(yaml.safe_dump(config))
+    args = ("results/coarsening_search/table.parquet", "--cores", "2", "--configfile",
+            "search.yaml")  # fmt: skip
+    proc = run_snakemake(folder, *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = folder / "results" / "coarsening_search"
+    rounds = {p.name: p.read_text() for p in (results / "search").glob("round*.json")}
+    table = pd.read_parquet(results / "table.parquet")
+    assert len(rounds) == 2 and len(table) == 16 and table["config_id"].is_unique
+    # as a run stopped in round 1 leaves it: round 1 and all that followed from it gone
+    (results / "search" / "round1.json").unlink()
+    for lost in [
+        *results.glob("measure.b[2-5]"),
+        *results.glob("*/p[2-5]"),
+        results / "table.parquet",
+    ]:
+        shutil.rmtree(lost) if lost.is_dir() else lost.unlink()
+    proc = run_snakemake(folder, *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert {p.name: p.read_text() for p in (results / "search").glob("round*.json")} == rounds
+    again = pd.read_parquet(results / "table.parquet")
+    assert sorted(again["config_id"]) == sorted(table["config_id"])

@@ -1,0 +1,98 @@
+"""A search's settings and its rounds, as the study plans them (the search itself: search/).
+
+A search experiment measures in rounds: round r's proposals (``round<r>.json``, written by
+rule ``search`` from the times of the rounds before) are split into ``jobs_per_round``
+measure jobs, one GPU each. Its variants' parts are those jobs: part ``p<i>`` is job
+``i % jobs_per_round`` of round ``i // jobs_per_round`` (empty for a variant that round
+did not propose), and batch ``b<i>`` measures part ``p<i>`` of every variant. The number of
+rounds follows from the budget, so the whole workflow is known before any job runs: no
+checkpoint, and a stopped search resumes where its files end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..files import read_json
+from ..vocab import MEASURE, PLAN
+
+GRID = "grid"
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """An experiment's ``search`` section (config schema: experiments.<name>.search)."""
+
+    strategy: str = GRID
+    budget: int = 100
+    batch: int = 16
+    jobs_per_round: int = 1
+    seed: int = 0
+    prune: str = "roofline"
+
+    @classmethod
+    def from_config(cls, data: Mapping[str, Any] | None) -> SearchSettings:
+        return cls(**(data or {}))
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def searches(self) -> bool:
+        """Whether configurations are proposed (else every one of the grid is measured)."""
+        return self.strategy != GRID
+
+    @property
+    def rounds(self) -> int:
+        return math.ceil(self.budget / self.batch)
+
+    @property
+    def parts(self) -> int:
+        """Measure jobs of each variant: one per job of each round."""
+        return self.rounds * self.jobs_per_round
+
+    def round_of(self, part: str) -> int:
+        """The round a part (p<i>) or batch (b<i>) belongs to."""
+        return int(part[1:]) // self.jobs_per_round
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """An experiment's rounds (none for a grid experiment): their files, and what each
+    round's jobs read."""
+
+    experiment: str
+    variants: tuple[str, ...]
+    search: SearchSettings
+
+    def file(self, round_index: int) -> str:
+        """Where rule ``search`` writes a round's proposals."""
+        return f"results/{self.experiment}/search/round{round_index}.json"
+
+    def files(self) -> list[str]:
+        return [self.file(r) for r in range(self.search.rounds if self.search.searches else 0)]
+
+    def proposals(self, batch: str) -> list[str]:
+        """The round file whose proposals a batch measures (none for a grid's batch)."""
+        return [self.file(self.search.round_of(batch))] if self.search.searches else []
+
+    def share(self, cores: int, batch: str) -> int:
+        """Cores a compile job takes: all it is given, or a search round's share of them (its
+        jobs compile side by side, one per measure job)."""
+        return max(1, cores // self.search.jobs_per_round) if batch else cores
+
+    def earlier(self, round_index: int) -> list[str]:
+        """plan.json and measure.json of each part the rounds before ``round_index``
+        measured: what the round is proposed from."""
+        parts = range(round_index * self.search.jobs_per_round)
+        return [f"results/{self.experiment}/{v}/p{i}/{name}" for i in parts
+                for v in self.variants for name in (PLAN, MEASURE)]  # fmt: skip
+
+
+def proposed(path: Path, part: str, variant: str) -> list[int]:
+    """The grid positions of ``variant`` a round's file gives to one of its parts."""
+    return read_json(path, "a search round's proposals")["parts"].get(part, {}).get(variant, [])
