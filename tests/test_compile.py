@@ -30,7 +30,8 @@ except ImportError:
 
 
 def _used_params() -> dict[tuple[str, str], list[dict[str, int]]]:
-    """Distinct parameter sets of pending configurations, per (family, variant)."""
+    """The first few distinct parameter sets of pending configurations, per (family,
+    variant), in the configs' order (a search's space: its first positions that run)."""
     used: dict[tuple[str, str], list[dict[str, int]]] = {}
     for path in CONFIGS:
         config = yaml.safe_load(path.read_text())
@@ -38,8 +39,12 @@ def _used_params() -> dict[tuple[str, str], list[dict[str, int]]]:
         for experiment in load_study(config).experiments.values():
             for variant in experiment.variants:
                 seen = used.setdefault((experiment.family.name, variant), [])
-                for row in experiment.rows(variant):
-                    if row.pending and row.params not in seen:
+                grid = experiment.grids[variant]
+                for position in experiment.scans[variant].pending:
+                    if len(seen) >= 3:
+                        break
+                    row = grid.row_at(position)
+                    if row.params not in seen:
                         seen.append(row.params)
     return used
 

@@ -12,6 +12,8 @@ rule search:
             for v in STUDY.experiments[wc.experiment].variants
         ],
         earlier=lambda wc: STUDY.rounds(wc.experiment).earlier(int(wc.round)),
+        # when the search began: a time budget counts from round 0
+        first=lambda wc: STUDY.rounds(wc.experiment).first(int(wc.round)),
         ceilings="results/ceilings.json",
     output:
         "results/{experiment}/search/round{round}.json",
@@ -28,6 +30,7 @@ rule search:
                 json.dumps(STUDY.experiments[wc.experiment].search.to_json()),
             ],
             ["--plans", input.plans, "--earlier", input.earlier],
+            ["--first", input.first] if input.first else [],
             MODE_ARGS,
         ),
     shell:

@@ -25,7 +25,8 @@ def _search(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     kept = (
         args.capture / args.out.parent.parent.name / "search" / args.out.name if replays else None
     )
-    search_stage(settings, args.round, args.plans, earlier, args.ceilings, args.out, log, kept)
+    search_stage(settings, args.round, args.plans, earlier, args.ceilings, args.out, log, kept,
+                 args.first)  # fmt: skip
 
 
 def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -130,6 +131,7 @@ def table_stages(sub: Subparsers) -> None:
         help="plan.json and measure.json of each part of the rounds before",
     )
     p.add_argument("--ceilings", type=Path, help="the device's measured ceilings")
+    p.add_argument("--first", type=Path, help="round 0's file: when the search began")
     p.add_argument("--out", type=Path, required=True,
                    help="results/<experiment>/search/round<r>.json")  # fmt: skip
     mode_args(p)

@@ -84,7 +84,9 @@ def search_markdown(table: pd.DataFrame, family: Family, rounds: Sequence[dict])
         "",
         f"{STRATEGIES.get(settings['strategy'], settings['strategy'])}, seed {settings['seed']}"
         f": {len(rounds)} rounds of up to {settings['batch']} configurations per size, a "
-        f"budget of {settings['budget']} per size, pruning: {settings['prune']}. "
+        f"budget of {settings['budget']} per size"
+        + (f" and {settings['budget_s']:g} s in all" if settings.get("budget_s") else "")
+        + f", pruning: {settings['prune']}. "
         "Proposals a restriction or a device limit rules out, or that the roofline bound "
         "shows cannot beat the best, are never measured.",
         "",
@@ -116,4 +118,9 @@ def search_markdown(table: pd.DataFrame, family: Family, rounds: Sequence[dict])
             verdicts.append(f"At {where} the best held for the last {held} round(s) and the "
                             f"second half gained {gain:.1f} %: likely close to the best of the "
                             "space, which only a brute force proves.")  # fmt: skip
+    timed_out = [r["round"] for r in rounds if settings.get("budget_s") is not None
+                 and r.get("spent_s", 0) >= settings["budget_s"]]  # fmt: skip
+    if timed_out:
+        verdicts.append(f"The time budget ran out before round {timed_out[0]}: the rounds "
+                        "from there proposed nothing.")  # fmt: skip
     return "\n".join([*lines, "", *verdicts, ""])

@@ -41,10 +41,13 @@ def plan_round(
     measured: Measured,
     ceilings: Mapping[str, Any],
     compute: Mapping[str, tuple[str, ...]],
+    spent_s: float = 0.0,
 ) -> dict[str, Any]:
-    """A round's proposals: per problem, up to ``batch`` configurations within the budget,
-    split over the round's measure jobs (``parts``: part -> variant -> grid positions),
-    and what each problem's search stands at (``problems``)."""
+    """A round's proposals: per problem, up to ``batch`` configurations within the budget
+    (none once ``spent_s``, the search's seconds so far, reach its ``budget_s``), split
+    over the round's measure jobs (``parts``: part -> variant -> grid positions), and what
+    each problem's search stands at (``problems``)."""
+    out_of_time = settings.budget_s is not None and spent_s >= settings.budget_s
     shards: list[dict[str, list[int]]] = [{} for _ in range(settings.jobs_per_round)]
     problems, dealt = [], 0
     for space in spaces:
@@ -67,7 +70,7 @@ def plan_round(
             least = least_time_ms(row, compute[point.variant], ceilings)
             return f"roofline: at least {least:.4g} ms" if least >= best else ""
 
-        want = max(0, min(settings.batch, settings.budget - len(seen)))
+        want = 0 if out_of_time else max(0, min(settings.batch, settings.budget - len(seen)))
         seed = settings.seed * 100_003 + round_index
         chosen, skipped = propose(space, settings.strategy, seed, history, seen, want, usable)
         for point in chosen:  # dealt in turn over the jobs, every problem's with the rest
@@ -93,9 +96,11 @@ def search_stage(
     out: Path,
     log: Callable[[str], None],
     captured: Path | None = None,
+    first: Path | None = None,
 ) -> None:
     """Round ``round_index`` of a search: ``earlier``, (plan.json, measure.json) of each
-    part the rounds before measured; the proposals go to ``out``. In a replay, the round
+    part the rounds before measured; ``first``, round 0's file, which says when the search
+    began (its time budget counts from there); the proposals go to ``out``. In a replay, the round
     the capture holds (``captured``) is given back as it was, where the search's settings
     are the capture's: a sampler's last bits differ between machines (numpy's builds),
     which may turn a near tie, so a replay never proposes where the capture says what the
@@ -123,8 +128,14 @@ def search_stage(
             record = records[row.config_id]
             measured.append((row, record.time_ms if record.status == OK else None))
     ceilings = read_json(ceilings_path, "the device's ceilings") if ceilings_path else {}
-    proposals = plan_round(spaces_of(grids), settings, round_index, measured, ceilings, compute)
-    atomic_write(out, json.dumps(proposals, indent=1))
+    began = read_json(first, "a search's first round")["began"] if first else time.time()
+    spent_s = time.time() - began
+    proposals = plan_round(spaces_of(grids), settings, round_index, measured, ceilings, compute,
+                           spent_s)  # fmt: skip
+    atomic_write(out, json.dumps({**proposals, "began": began, "spent_s": spent_s}, indent=1))
+    if settings.budget_s is not None and spent_s >= settings.budget_s:
+        log(f"round {round_index}: the time budget ({settings.budget_s} s) is spent "
+            f"({spent_s:.0f} s since round 0): nothing proposed")  # fmt: skip
     for problem in proposals["problems"]:
         shown = ", ".join(f"{k} {v}" for k, v in problem["skipped"].items()) or "nothing"
         log(f"round {round_index}, {problem['dims']}: {problem['measured']} of "

@@ -29,6 +29,7 @@ class SearchSettings:
 
     strategy: str = GRID
     budget: int = 100
+    budget_s: float | None = None
     batch: int = 16
     jobs_per_round: int = 1
     seed: int = 0
@@ -39,7 +40,12 @@ class SearchSettings:
         return cls(**(data or {}))
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as a round file records them (no time budget: absent, as in the
+        files of searches from before there was one)."""
+        data = asdict(self)
+        if data["budget_s"] is None:
+            del data["budget_s"]
+        return data
 
     @property
     def searches(self) -> bool:
@@ -75,6 +81,10 @@ class Rounds:
 
     def files(self) -> list[str]:
         return [self.file(r) for r in range(self.search.rounds if self.search.searches else 0)]
+
+    def first(self, round_index: int) -> list[str]:
+        """Round 0's file, which says when the search began (none for round 0 itself)."""
+        return [self.file(0)] if round_index else []
 
     def proposals(self, batch: str) -> list[str]:
         """The round file whose proposals a batch measures (none for a grid's batch)."""
