@@ -1,12 +1,12 @@
 """Search (experiments.<name>.search): the space a sampler sees maps onto the grid, rounds
 propose what was never measured and never what cannot run, the same seed proposes the same,
 the budget holds, ncu.profile chooses the fastest, and a search's study replays from its
-capture exactly, and resumes after a round is lost with the same proposals."""
+capture exactly, and proposes a lost round again the same."""
 
 import functools
 import json
 import random
-import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +15,7 @@ import yaml
 
 from conftest import CAPTURES, ROOT, minimal_config, run_snakemake, workflow_copy_into
 from ncuflow.errors import ConfigError
-from ncuflow.plan import Record, profile_choice
+from ncuflow.plan import ConfigRow, Record, profile_choice
 from ncuflow.profile.members import Member, choose
 from ncuflow.search.simulate import captured, simulate
 from ncuflow.search.space import Point, least_time_ms
@@ -35,6 +35,13 @@ def _experiment(search: dict | None = None, variants: dict | None = None) -> Exp
     return load_study(config).experiments["sq"]
 
 
+def _position(experiment: Experiment, row: ConfigRow) -> int:
+    """A measured row's position in its variant's grid."""
+    grid = experiment.grids[row.variant]
+    return spaces_of(experiment.grids)[grid.problems.index((row.dims, row.scalars or {}))
+                                        ].point_of(row)[0].position  # fmt: skip
+
+
 @functools.cache
 def _captured() -> tuple[dict, dict]:
     return captured(CAPTURES / CAPTURE, "regtile_space")
@@ -50,16 +57,30 @@ def test_each_position_of_the_space_is_the_grids_row_there() -> None:
         assert point == Point("regtile_2d", position) and set(values) == set(SPACE)
 
 
-def test_the_same_seed_proposes_the_same_and_another_seed_otherwise() -> None:
+def test_a_round_is_proposed_again_the_same_from_the_same_times() -> None:
+    """A round follows from the seed and the times before it: proposed again after a stop
+    (the round's file lost), it is the same; another seed proposes otherwise."""
     experiment = _experiment()
+    records, ceilings = _captured()
     compute = {"regtile_2d": ("fp32",)}
+    settings = SearchSettings(strategy="tpe", budget=60, batch=20, jobs_per_round=2, seed=3)
+    measured, _ = simulate(experiment, settings, records, ceilings)
+    before = [(row, t) for row, t in measured if row.search_round < 2]
 
-    def proposed(seed: int) -> dict:
-        settings = SearchSettings(strategy="tpe", budget=40, batch=20, seed=seed)
-        return plan_round(spaces_of(experiment.grids), settings, 0, [], {}, compute)["parts"]
+    def round_two(settings: SearchSettings) -> dict:
+        return plan_round(spaces_of(experiment.grids), settings, 2, before, ceilings, compute)
 
-    assert proposed(3) == proposed(3)
-    assert proposed(3) != proposed(4)
+    again = round_two(settings)
+    assert again == round_two(settings)
+    assert sorted(
+        p for parts in again["parts"].values() for ps in parts.values() for p in ps
+    ) == sorted(
+        experiment.grids["regtile_2d"].size
+        and [  # what the search measured then
+            _position(experiment, row) for row, _ in measured if row.search_round == 2
+        ]
+    )
+    assert round_two(replace(settings, seed=4))["parts"] != again["parts"]
 
 
 @pytest.mark.parametrize("strategy", ["random", "tpe"])
@@ -182,55 +203,3 @@ def test_a_search_replays_from_its_capture_as_the_gpu_ran_it(tmp_path: Path) -> 
     assert unchosen.sum() == 234 and (table.loc[unchosen, "error"] == "").all()
     assert "## The search" in (results / "summary.md").read_text()
     assert (results / "search_progress.png").is_file()
-
-
-def _proposed(results: Path) -> dict[str, tuple]:
-    """Each round file's proposals and what it says of each size (not when it was made)."""
-    rounds = {}
-    for path in (results / "search").glob("round*.json"):
-        data = json.loads(path.read_text())
-        rounds[path.name] = (data["parts"], data["problems"], data["search"])
-    return rounds
-
-
-def test_a_lost_round_is_proposed_again_the_same(tmp_path: Path) -> None:
-    """A search stopped with a round lost: the same command proposes it again exactly
-    (its sampler's seed and the times before it decide it), and keeps what was measured."""
-    folder = workflow_copy_into(tmp_path / "workflow")
-    config = {
-        "mode": "replay",
-        "capture": "h100-sxm-coarsening",
-        "experiments": {
-            "coarsening_search": {
-                "family": "matmul",
-                "sizes": {"M": [1024, 2048], "N": "M", "K": "M"},
-                "variants": {"stmo": {"params": {"BLOCK_SIZE": [8, 16, 24, 32],
-                                                 "OP_PER_THREAD": [2, 4, 8]}},
-                             "stmvb": {"params": {"BLOCK_SIZE": [8, 16, 24],
-                                                  "PARALLEL": [2, 4, 8]}}},
-                "search": {"strategy": "tpe", "budget": 8, "batch": 4},
-            }
-        },
-    }  # fmt: skip
-    (folder / "search.yaml").write_text(yaml.safe_dump(config))
-    args = ("results/coarsening_search/table.parquet", "--cores", "2", "--configfile",
-            "search.yaml")  # fmt: skip
-    proc = run_snakemake(folder, *args)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = folder / "results" / "coarsening_search"
-    rounds = _proposed(results)
-    table = pd.read_parquet(results / "table.parquet")
-    assert len(rounds) == 2 and len(table) == 16 and table["config_id"].is_unique
-    # as a run stopped in round 1 leaves it: round 1 and all that followed from it gone
-    (results / "search" / "round1.json").unlink()
-    for lost in [
-        *results.glob("measure.b1"),
-        *results.glob("*/p1"),
-        results / "table.parquet",
-    ]:
-        shutil.rmtree(lost) if lost.is_dir() else lost.unlink()
-    proc = run_snakemake(folder, *args)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert _proposed(results) == rounds
-    again = pd.read_parquet(results / "table.parquet")
-    assert sorted(again["config_id"]) == sorted(table["config_id"])
