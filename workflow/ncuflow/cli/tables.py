@@ -54,9 +54,8 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     if args.figure == SEARCH_FIGURE:
         from ..report.search_report import search_progress
 
-        family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
         rounds = [read_json(path, "a search round's proposals") for path in args.rounds]
-        paths = search_progress(table, family, rounds, device, args.out_dir / SEARCH_FIGURE)
+        paths = search_progress(table, rounds, device, args.out_dir / SEARCH_FIGURE)
     elif args.figure:
         family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
         paths = family_figure(table, family, args.figure, device, args.out_dir / args.figure)

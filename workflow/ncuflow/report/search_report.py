@@ -12,7 +12,6 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..spec import Family
 from ..vocab import SKIPPED
 from .style import FIGSIZE, save
 
@@ -21,7 +20,7 @@ STRATEGIES = {"random": "random sampling (Optuna's RandomSampler)",
 SHOWN = ("ruled out", "roofline")  # skips a reader is told of (the others are the sampler's)
 
 
-def _problems(table: pd.DataFrame, family: Family, rounds: Sequence[dict]) -> list[dict]:
+def _problems(table: pd.DataFrame, rounds: Sequence[dict]) -> list[dict]:
     """Per problem of the last round: its sizes, positions, skips over all rounds, and
     after each round the evaluations so far and the best time so far."""
     out = []
@@ -44,11 +43,11 @@ def _label(sizes: dict[str, Any]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in sizes.items())
 
 
-def search_progress(table: pd.DataFrame, family: Family, rounds: Sequence[dict],
+def search_progress(table: pd.DataFrame, rounds: Sequence[dict],
                     device: dict[str, Any], out: Path) -> list[Path]:  # fmt: skip
     """The best time found after each round against the evaluations so far, one panel per
     problem size."""
-    problems = _problems(table, family, rounds)
+    problems = _problems(table, rounds)
     strategy = rounds[0]["search"]["strategy"]
     columns = min(3, len(problems))
     lines = math.ceil(len(problems) / columns)
@@ -75,7 +74,7 @@ def search_progress(table: pd.DataFrame, family: Family, rounds: Sequence[dict],
     return save(fig, device, out)
 
 
-def search_markdown(table: pd.DataFrame, family: Family, rounds: Sequence[dict]) -> str:
+def search_markdown(table: pd.DataFrame, rounds: Sequence[dict]) -> str:
     """summary.md's section on a search: per problem, how much of the space it measured,
     the best it found and in which round, and whether the best was still improving."""
     settings = rounds[0]["search"]
@@ -95,7 +94,7 @@ def search_markdown(table: pd.DataFrame, family: Family, rounds: Sequence[dict])
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     verdicts = []
-    for problem in _problems(table, family, rounds):
+    for problem in _problems(table, rounds):
         steps = problem["steps"]
         if not steps or not math.isfinite(steps[-1][2]):
             lines.append(f"| {_label(problem['sizes'])} | {len(problem['rows'])} | "

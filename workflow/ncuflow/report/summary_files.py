@@ -35,7 +35,7 @@ def write_summary(table_path: Path, kernels_dir: Path, findings_path: Path,
     changes.to_csv(rungs_csv, index=False, float_format="%.6g")
     text = markdown(summary, family, experiment) + "\n" + rungs.markdown(changes)
     if rounds:
-        text += "\n" + search_markdown(table, family, rounds)
+        text += "\n" + search_markdown(table, rounds)
     # the GPU models the answers were measured on (host rows and UUIDs left out)
     devices = table["device"].dropna() if "device" in table else pd.Series(dtype=str)
     models = sorted({device_model(d) for d in devices if not d.startswith("host: ")})

@@ -45,13 +45,13 @@ def _distributions(space: Space) -> dict[str, Any]:
     return out
 
 
-def _ask(trial: Any, space: Space) -> tuple[Point, dict[str, int]]:
+def _ask(trial: Any, space: Space) -> Point:
     names = list(space.grids)
     variant = trial.suggest_categorical(VARIANT, names) if len(names) > 1 else names[0]
     chosen = {space.key(variant, param): trial.suggest_int(space.key(variant, param), 0,
                                                            len(values) - 1)
               for param, values, _ in space.axes[variant]}  # fmt: skip
-    return Point(variant, space.position(variant, chosen)), chosen
+    return Point(variant, space.position(variant, chosen))
 
 
 def propose(
@@ -85,7 +85,7 @@ def propose(
         if len(chosen) == want:
             break
         trial = study.ask()
-        point, _ = _ask(trial, space)
+        point = _ask(trial, space)
         if point in taken:
             skipped["seen"] += 1
             if point in seen:  # measured: told again; proposed this round: left running
