@@ -10,7 +10,8 @@ problem size and strategy, over the seeds, it prints:
 - the best found at 5 % and at 10 % of the space, over the brute-force best (median and
   worst: 1.000 is the best itself);
 - for tpe, the same with roofline pruning (prune: roofline), and how many proposals it
-  skipped.
+  skipped; and the same with rounds that wait for the one before (overlap: false), to
+  show what proposing from times one round old costs.
 
     python benchmarks/search.py --capture h200-regtile_search [--seeds 20]
 """
@@ -33,7 +34,8 @@ from ncuflow.search.simulate import captured, simulate  # noqa: E402
 from ncuflow.study.config import load_study  # noqa: E402
 from ncuflow.study.rounds import SearchSettings  # noqa: E402
 
-RUNS = (("random", "none"), ("tpe", "none"), ("tpe", "roofline"))
+RUNS = (("random", "none", True), ("tpe", "none", True), ("tpe", "roofline", True),
+        ("tpe", "roofline", False))  # fmt: skip
 
 
 def study_of(capture: str) -> Path:
@@ -67,17 +69,18 @@ def main() -> None:
     best = {key: min(times) for key, times in problems.items()}
     print(f"capture {args.capture}, experiment {name}: {sum(space.values())} configurations "
           f"that ran, per problem {space}; rounds of {batch}; {args.seeds} seeds")  # fmt: skip
-    for strategy, prune in RUNS:
+    for strategy, prune, overlap in RUNS:
         started = time.perf_counter()
         runs, skipped = [], Counter()
         for seed in range(args.seeds):
             most = max(1, round(max(space.values()) * args.budget_pct / 100))
             settings = SearchSettings(strategy=strategy, budget=most, batch=batch, seed=seed,
-                                      prune=prune)  # fmt: skip
+                                      prune=prune, overlap=overlap)  # fmt: skip
             measured, why = simulate(experiment, settings, records, ceilings)
             runs.append(measured)
             skipped.update(why)
-        print(f"\n{strategy}, prune {prune} ({time.perf_counter() - started:.0f} s; proposals "
+        print(f"\n{strategy}, prune {prune}, overlap {str(overlap).lower()} "
+              f"({time.perf_counter() - started:.0f} s; proposals "
               f"skipped over all seeds: {dict(skipped)}):")  # fmt: skip
         for key in sorted(best):
             _print_problem(key, [[t for row, t in run if _key(row) == key] for run in runs],

@@ -21,7 +21,7 @@ from ncuflow.search.simulate import captured, simulate
 from ncuflow.search.space import Point, least_time_ms
 from ncuflow.search.stage import plan_round, spaces_of
 from ncuflow.study.config import Experiment, load_study
-from ncuflow.study.rounds import SearchSettings
+from ncuflow.study.rounds import Rounds, SearchSettings
 
 CAPTURE = "h200-regtile_search"
 SPACE = {"BM": [16, 32, 64, 128, 256, 512], "BN": [16, 32, 64, 128, 256, 512],
@@ -58,24 +58,45 @@ def test_each_position_of_the_space_is_the_grids_row_there() -> None:
 
 
 def test_a_round_is_proposed_again_the_same_from_the_same_times() -> None:
-    """A round follows from the seed and the times before it: proposed again after a stop
-    (the round's file lost), it is the same; another seed proposes otherwise."""
+    """A round follows from the seed, the times it is told and the proposals in flight:
+    proposed again after a stop (the round's file lost), it is the same; another seed
+    proposes otherwise. Rounds overlap: round 2 is told round 0's times while round 1's
+    proposals are measured, and proposes none of them again."""
     experiment = _experiment()
     records, ceilings = _captured()
     compute = {"regtile_2d": ("fp32",)}
-    settings = SearchSettings(strategy="tpe", budget=40, batch=20, jobs_per_round=2, seed=3)
+    settings = SearchSettings(strategy="tpe", budget=60, batch=20, jobs_per_round=2, seed=3)
     measured, _ = simulate(experiment, settings, records, ceilings)
-    before = [(row, t) for row, t in measured if row.search_round < 1]
+    told = [(row, t) for row, t in measured if row.search_round == 0]
+    flying = [Point("regtile_2d", _position(experiment, row)) for row, _ in measured
+              if row.search_round == 1]  # fmt: skip
 
-    def round_two(settings: SearchSettings) -> dict:  # the second round, round 1
-        return plan_round(spaces_of(experiment.grids), settings, 1, before, ceilings, compute)
+    def round_three(settings: SearchSettings) -> dict:  # the third round, round 2
+        return plan_round(spaces_of(experiment.grids), settings, 2, told, ceilings, compute,
+                          0.0, flying)  # fmt: skip
 
-    again = round_two(settings)
-    assert again == round_two(settings)
+    again = round_three(settings)
+    assert again == round_three(settings)
     proposed = [p for parts in again["parts"].values() for ps in parts.values() for p in ps]
-    then = [_position(experiment, row) for row, _ in measured if row.search_round == 1]
-    assert sorted(proposed) == sorted(then)  # what the search measured in its round 1
-    assert round_two(replace(settings, seed=4))["parts"] != again["parts"]
+    then = [_position(experiment, row) for row, _ in measured if row.search_round == 2]
+    assert sorted(proposed) == sorted(then)  # what the search measured in its round 2
+    assert not set(proposed) & {point.position for point in flying}
+    assert [p["in_flight"] for p in again["problems"]] == [20, 20]
+    assert round_three(replace(settings, seed=4))["parts"] != again["parts"]
+
+
+def test_overlapping_rounds_read_the_times_of_all_but_the_round_before() -> None:
+    """What rule search reads: round r the times of the rounds before r - 1 and round
+    r - 1's proposals; without overlap, every round before and nothing in flight."""
+    settings = SearchSettings(strategy="tpe", budget=60, batch=20, jobs_per_round=2)
+    rounds = Rounds("e", ("v",), settings)
+    assert rounds.earlier(1) == [] and rounds.in_flight(1) == [rounds.file(0)]
+    assert rounds.earlier(2) == [f"results/e/v/p{i}/{name}" for i in (0, 1)
+                                 for name in ("plan.json", "measure.json")]  # fmt: skip
+    waits = Rounds("e", ("v",), replace(settings, overlap=False))
+    assert waits.earlier(2) == rounds.earlier(3) and waits.in_flight(2) == []
+    # a round file from before rounds could overlap did not
+    assert SearchSettings.from_round({"strategy": "tpe"}).overlap is False
 
 
 @pytest.mark.parametrize("strategy", ["random", "tpe"])
@@ -109,9 +130,9 @@ def test_roofline_pruning_skips_what_its_model_says_cannot_beat_the_best() -> No
     assert least == pytest.approx(1e3 * max(flops / 60e12, row.model_dram_bytes / 4e12) / 1.1)
     assert least_time_ms(row, ("fp32",), {}) == 0.0  # no ceilings: nothing skipped
     records, measured_ceilings = _captured()
-    settings = SearchSettings(strategy="tpe", budget=40, batch=20, seed=0)
+    settings = SearchSettings(strategy="tpe", budget=60, batch=20, seed=0)
     kept, skipped = simulate(_experiment(), settings, records, measured_ceilings)
-    assert skipped["roofline"] > 0 and len(kept) == 80  # skipped: never counted
+    assert skipped["roofline"] > 0 and len(kept) == 120  # skipped: never counted
 
 
 def test_ncu_profile_keeps_the_fastest_per_group_ties_by_id() -> None:

@@ -26,7 +26,7 @@ def _search(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         args.capture / args.out.parent.parent.name / "search" / args.out.name if replays else None
     )
     search_stage(settings, args.round, args.plans, earlier, args.ceilings, args.out, log, kept,
-                 args.first)  # fmt: skip
+                 args.first, args.in_flight)  # fmt: skip
 
 
 def _collect(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -131,6 +131,7 @@ def table_stages(sub: Subparsers) -> None:
     )
     p.add_argument("--ceilings", type=Path, help="the device's measured ceilings")
     p.add_argument("--first", type=Path, help="round 0's file: when the search began")
+    p.add_argument("--in-flight", type=Path, help="the round file measured meanwhile")
     p.add_argument("--out", type=Path, required=True,
                    help="results/<experiment>/search/round<r>.json")  # fmt: skip
     mode_args(p)

@@ -85,6 +85,7 @@ def search_markdown(table: pd.DataFrame, rounds: Sequence[dict]) -> str:
         f": {len(rounds)} rounds of up to {settings['batch']} configurations per size, a "
         f"budget of {settings['budget']} per size"
         + (f" and {settings['budget_s']:g} s in all" if settings.get("budget_s") else "")
+        + (", each proposed while the one before was measured" if settings.get("overlap") else "")
         + f", pruning: {settings['prune']}. "
         "Proposals a restriction or a device limit rules out, or that the roofline bound "
         "shows cannot beat the best, are never measured.",

@@ -19,6 +19,7 @@ from ..plan import ConfigRow, Record, read_records
 from ..study.config import Experiment
 from ..study.rounds import SearchSettings
 from ..vocab import DEVICE, MEASURE, OK
+from .space import Point
 from .stage import plan_round, spaces_of
 
 
@@ -44,12 +45,18 @@ def simulate(
     time (None where it failed); and how many proposals were skipped, by why."""
     compute = {name: experiment.family.variant(name).compute for name in experiment.variants}
     spaces = spaces_of(experiment.grids)
-    measured: list[tuple[ConfigRow, float | None]] = []
+    by_round: list[list[tuple[Point, ConfigRow, float | None]]] = []
     skipped: Counter[str] = Counter()
     for round_index in range(settings.rounds):
-        proposals = plan_round(spaces, settings, round_index, measured, ceilings, compute)
+        # with overlap, round r is told the rounds before r - 1; r - 1's are in flight
+        told = len(by_round) - int(settings.overlap and bool(by_round))
+        measured = [(row, t) for done in by_round[:told] for _, row, t in done]
+        in_flight = [point for done in by_round[told:] for point, _, _ in done]
+        proposals = plan_round(spaces, settings, round_index, measured, ceilings, compute, 0.0,
+                               in_flight)  # fmt: skip
         for problem in proposals["problems"]:
             skipped.update(problem["skipped"])
+        done = []
         for by_variant in proposals["parts"].values():
             for variant, positions in by_variant.items():
                 for position in positions:
@@ -60,5 +67,8 @@ def simulate(
                                            f"{row.config_id}: simulate on a brute-force "
                                            "capture of the same space")  # fmt: skip
                     time_ms = record.time_ms if record.status == OK else None
-                    measured.append((replace(row, search_round=round_index), time_ms))
+                    done.append((Point(variant, position),
+                                 replace(row, search_round=round_index), time_ms))  # fmt: skip
+        by_round.append(done)
+    measured = [(row, t) for done in by_round for _, row, t in done]
     return measured, skipped

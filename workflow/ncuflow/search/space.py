@@ -76,6 +76,10 @@ class Space:
     def row(self, point: Point) -> ConfigRow:
         return self.grids[point.variant].row_at(point.position)
 
+    def owns(self, point: Point) -> bool:
+        """Whether a point is of this space's problem (its position's innermost index)."""
+        return point.position % len(self.grids[point.variant].problems) == self.problem
+
     def holds(self, row: ConfigRow) -> bool:
         """Whether a row is of this space's problem."""
         dims, scalars = self.grids[row.variant].problems[self.problem]

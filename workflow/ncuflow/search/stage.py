@@ -1,7 +1,8 @@
 """The search stage (rule ``search``): one round's proposals, from the rounds before.
 
 Round r reads every configuration the earlier rounds measured (their parts' plan.json and
-measure.json), asks the strategy for up to ``batch`` new ones per problem size within the
+measure.json; with overlap, those before round r - 1, whose proposals it reads as in
+flight), asks the strategy for up to ``batch`` new ones per problem size within the
 budget (search.strategy), and splits them over the round's measure jobs
 (study.rounds): ``round<r>.json``. ``plan_round`` is the pure part, which the simulation
 (search.simulate) runs on a capture's records instead of a GPU's.
@@ -20,7 +21,7 @@ from ..plan import ConfigRow, Plan, read_records
 from ..spec import load_variant
 from ..study.config import variant_grid
 from ..study.expand import VariantGrid
-from ..study.rounds import SearchSettings
+from ..study.rounds import SearchSettings, every_proposal
 from ..vocab import OK
 from .space import Point, Space, least_time_ms
 from .strategy import propose
@@ -42,9 +43,11 @@ def plan_round(
     ceilings: Mapping[str, Any],
     compute: Mapping[str, tuple[str, ...]],
     spent_s: float = 0.0,
+    in_flight: Sequence[Point] = (),
 ) -> dict[str, Any]:
     """A round's proposals: per problem, up to ``batch`` configurations within the budget
-    (none once ``spent_s``, the search's seconds so far, reach its ``budget_s``), split
+    (none once ``spent_s``, the search's seconds so far, reach its ``budget_s``), neither
+    measured nor ``in_flight`` (proposed by the round before and not yet measured), split
     over the round's measure jobs (``parts``: part -> variant -> grid positions), and what
     each problem's search stands at (``problems``)."""
     out_of_time = settings.budget_s is not None and spent_s >= settings.budget_s
@@ -58,6 +61,7 @@ def plan_round(
             point, values = space.point_of(row)
             seen[point] = time_ms
             history.append((values, time_ms))
+        flying = {p: space.point_of(space.row(p))[1] for p in in_flight if space.owns(p)}
         times = [t for t in seen.values() if t is not None]
         best = min(times, default=None)
 
@@ -70,9 +74,11 @@ def plan_round(
             least = least_time_ms(row, compute[point.variant], ceilings)
             return f"roofline: at least {least:.4g} ms" if least >= best else ""
 
-        want = 0 if out_of_time else max(0, min(settings.batch, settings.budget - len(seen)))
+        left = settings.budget - len(seen) - len(flying)
+        want = 0 if out_of_time else max(0, min(settings.batch, left))
         seed = settings.seed * 100_003 + round_index
-        chosen, skipped = propose(space, settings.strategy, seed, history, seen, want, usable)
+        chosen, skipped = propose(space, settings.strategy, seed, history, seen, want, usable,
+                                  flying)  # fmt: skip
         for point in chosen:  # dealt in turn over the jobs, every problem's with the rest
             shard = shards[dealt % settings.jobs_per_round]
             shard.setdefault(point.variant, []).append(point.position)
@@ -80,7 +86,8 @@ def plan_round(
         dims, scalars = next(iter(space.grids.values())).problems[space.problem]
         problems.append({"dims": dims, **({"scalars": scalars} if scalars else {}),
                          "space": space.size, "measured": len(seen), "failed": len(seen) -
-                         len(times), "best_ms": best, "proposed": len(chosen),
+                         len(times), "in_flight": len(flying), "best_ms": best,
+                         "proposed": len(chosen),
                          "skipped": dict(sorted(skipped.items()))})  # fmt: skip
     first = round_index * settings.jobs_per_round
     return {"round": round_index, "search": settings.to_json(), "problems": problems,
@@ -97,17 +104,19 @@ def search_stage(
     log: Callable[[str], None],
     captured: Path | None = None,
     first: Path | None = None,
+    in_flight: Path | None = None,
 ) -> None:
     """Round ``round_index`` of a search: ``earlier``, (plan.json, measure.json) of each
     part the rounds before measured; ``first``, round 0's file, which says when the search
-    began (its time budget counts from there); the proposals go to ``out``. In a replay, the round
+    began (its time budget counts from there); ``in_flight``, the round file being measured
+    meanwhile (with overlap); the proposals go to ``out``. In a replay, the round
     the capture holds (``captured``) is given back as it was, where the search's settings
     are the capture's: a sampler's last bits differ between machines (numpy's builds),
     which may turn a near tie, so a replay never proposes where the capture says what the
     GPU run proposed."""
     if captured is not None and captured.is_file():
         kept = read_json(captured, "a capture's search round")
-        if kept.get("search") == settings.to_json():
+        if SearchSettings.from_round(kept.get("search", {})) == settings:
             atomic_write(out, json.dumps(kept, indent=1))
             log(f"round {round_index} replayed from {captured}")
             return
@@ -130,8 +139,9 @@ def search_stage(
     ceilings = read_json(ceilings_path, "the device's ceilings") if ceilings_path else {}
     began = read_json(first, "a search's first round")["began"] if first else time.time()
     spent_s = time.time() - began
+    flying = [Point(*taken) for taken in every_proposal(in_flight)] if in_flight else []
     proposals = plan_round(spaces_of(grids), settings, round_index, measured, ceilings, compute,
-                           spent_s)  # fmt: skip
+                           spent_s, flying)  # fmt: skip
     atomic_write(out, json.dumps({**proposals, "began": began, "spent_s": spent_s}, indent=1))
     if settings.budget_s is not None and spent_s >= settings.budget_s:
         log(f"round {round_index}: the time budget ({settings.budget_s} s) is spent "

@@ -4,22 +4,27 @@ Each round builds a fresh Optuna study from what the rounds before measured (eac
 configuration's time; a failed one, pruned) and asks it for the round's configurations,
 its sampler seeded by the search's seed and the round: the same seed and the same times
 give the same proposals, on any machine, and a resumed search proposes what it would have.
-Nothing is measured twice: a proposal already measured is told its time again and asked
-anew; one a restriction or a device limit rules out, or the roofline bound skips, is told
-pruned (worse than any measured, to a model-based sampler) and never measured. A sampler
-that keeps proposing what was seen gives way to random configurations not yet seen.
+Proposals still being measured (the round before's, where rounds overlap) are running
+trials, which the constant liar takes as bad, as in any parallel Optuna study. Nothing is
+measured twice: a proposal already measured is told its time again and asked anew; one a
+restriction or a device limit rules out, or the roofline bound skips, is told pruned
+(worse than any measured, to a model-based sampler) and never measured. A sampler that
+keeps proposing what was seen gives way to random configurations not yet seen: asking
+costs time that grows with the trials (about 10 ms each at a thousand), and a converged
+sampler mostly repeats itself.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .space import VARIANT, Point, Space
 
-TRIES = 20  # asks per configuration wanted before random ones not yet seen fill the round
+TRIES = 4  # asks per configuration wanted before random ones not yet seen fill the round
+# (4 finds the best as soon as 20 did in benchmarks/search.py, in a fifth of the time)
 DRAWS = 200  # random positions drawn per configuration wanted, for those
 
 
@@ -62,11 +67,13 @@ def propose(
     seen: dict[Point, float | None],
     want: int,
     usable: Callable[[Point], str],
+    in_flight: Mapping[Point, dict[str, Any]] | None = None,
 ) -> tuple[list[Point], Counter[str]]:
-    """Up to ``want`` configurations not in ``seen`` (each measured point, its time or None
-    where it failed); ``history``: the sampler's values of each measured point and its
-    time; ``usable``: why a point must not be measured ('' where it may). Returns the
-    proposals and how many asks went where (kinds of skip: the text before ': ')."""
+    """Up to ``want`` configurations neither in ``seen`` (each measured point, its time or
+    None where it failed) nor ``in_flight`` (each point being measured, the sampler's
+    values of it); ``history``: the sampler's values of each measured point and its time;
+    ``usable``: why a point must not be measured ('' where it may). Returns the proposals
+    and how many asks went where (kinds of skip: the text before ': ')."""
     import optuna
     from optuna.trial import TrialState, create_trial
 
@@ -78,9 +85,12 @@ def propose(
         told = {"value": time_ms} if time_ms is not None else {"state": TrialState.PRUNED}
         study.add_trial(create_trial(params=values, **told,
                                      distributions={k: every[k] for k in values}))  # fmt: skip
+    for values in (in_flight or {}).values():
+        study.add_trial(create_trial(params=values, state=TrialState.RUNNING,
+                                     distributions={k: every[k] for k in values}))  # fmt: skip
     chosen: list[Point] = []
     skipped: Counter[str] = Counter()
-    taken = set(seen)
+    taken = set(seen) | set(in_flight or {})
     for _ in range(TRIES * want):
         if len(chosen) == want:
             break
@@ -88,7 +98,7 @@ def propose(
         point = _ask(trial, space)
         if point in taken:
             skipped["seen"] += 1
-            if point in seen:  # measured: told again; proposed this round: left running
+            if point in seen:  # measured: told again; in flight or proposed now: left running
                 known = seen[point]
                 study.tell(trial, known, state=None if known is not None else TrialState.PRUNED)
             continue

@@ -2,11 +2,14 @@
 
 A search experiment measures in rounds: round r's proposals (``round<r>.json``, written by
 rule ``search`` from the times of the rounds before) are split into ``jobs_per_round``
-measure jobs, one GPU each. Its variants' parts are those jobs: part ``p<i>`` is job
-``i % jobs_per_round`` of round ``i // jobs_per_round`` (empty for a variant that round
-did not propose), and batch ``b<i>`` measures part ``p<i>`` of every variant. The number of
-rounds follows from the budget, so the whole workflow is known before any job runs: no
-checkpoint, and a stopped search resumes where its files end.
+measure jobs, one GPU each. With ``overlap`` (the default), round r is proposed from the
+times of the rounds before r - 1 and round r - 1's proposals, still in flight: it is
+proposed and compiled on the CPU while the GPUs measure round r - 1. Its variants' parts
+are those jobs: part ``p<i>`` is job ``i % jobs_per_round`` of round
+``i // jobs_per_round`` (empty for a variant that round did not propose), and batch
+``b<i>`` measures part ``p<i>`` of every variant. The number of rounds follows from the
+budget, so the whole workflow is known before any job runs: no checkpoint, and a stopped
+search resumes where its files end.
 """
 
 from __future__ import annotations
@@ -34,18 +37,20 @@ class SearchSettings:
     jobs_per_round: int = 1
     seed: int = 0
     prune: str = "roofline"
+    overlap: bool = True
 
     @classmethod
     def from_config(cls, data: Mapping[str, Any] | None) -> SearchSettings:
         return cls(**(data or {}))
 
+    @classmethod
+    def from_round(cls, data: Mapping[str, Any]) -> SearchSettings:
+        """The settings a round file records: one written before rounds could overlap, or
+        had a time budget, has neither key (its rounds waited for the one before)."""
+        return cls(**{"overlap": False, **data})
+
     def to_json(self) -> dict[str, Any]:
-        """The settings as a round file records them (no time budget: absent, as in the
-        files of searches from before there was one)."""
-        data = asdict(self)
-        if data["budget_s"] is None:
-            del data["budget_s"]
-        return data
+        return asdict(self)
 
     @property
     def searches(self) -> bool:
@@ -92,13 +97,21 @@ class Rounds:
 
     def share(self, cores: int, batch: str) -> int:
         """Cores a compile job takes: all it is given, or a search round's share of them (its
-        jobs compile side by side, one per measure job)."""
-        return max(1, cores // self.search.jobs_per_round) if batch else cores
+        jobs compile side by side, one per measure job), less a core for each measure job
+        of the round before and for the next round's proposing, which go on meanwhile."""
+        jobs = self.search.jobs_per_round
+        return max(1, (cores - jobs - 1) // jobs) if batch else cores
+
+    def in_flight(self, round_index: int) -> list[str]:
+        """The round file whose proposals are measured while this round is proposed: the
+        round before's, with overlap (none without, or for round 0)."""
+        return [self.file(round_index - 1)] if self.search.overlap and round_index else []
 
     def earlier(self, round_index: int) -> list[str]:
-        """plan.json and measure.json of each part the rounds before ``round_index``
-        measured: what the round is proposed from."""
-        parts = range(round_index * self.search.jobs_per_round)
+        """plan.json and measure.json of each part the rounds before ``round_index`` (with
+        overlap, before the round before it) measured: what the round is proposed from."""
+        told = max(0, round_index - 1) if self.search.overlap else round_index
+        parts = range(told * self.search.jobs_per_round)
         return [f"results/{self.experiment}/{v}/p{i}/{name}" for i in parts
                 for v in self.variants for name in (PLAN, MEASURE)]  # fmt: skip
 
@@ -106,3 +119,9 @@ class Rounds:
 def proposed(path: Path, part: str, variant: str) -> list[int]:
     """The grid positions of ``variant`` a round's file gives to one of its parts."""
     return read_json(path, "a search round's proposals")["parts"].get(part, {}).get(variant, [])
+
+
+def every_proposal(path: Path) -> list[tuple[str, int]]:
+    """(variant, grid position) of every configuration a round's file proposes."""
+    parts = read_json(path, "a search round's proposals")["parts"].values()
+    return [(variant, p) for part in parts for variant, taken in part.items() for p in taken]
