@@ -149,6 +149,7 @@ def search_stage(
     for problem in proposals["problems"]:
         shown = ", ".join(f"{k} {v}" for k, v in problem["skipped"].items()) or "nothing"
         log(f"round {round_index}, {problem['dims']}: {problem['measured']} of "
-            f"{problem['space']} measured (best {problem['best_ms']} ms); "
-            f"{problem['proposed']} proposed; skipped: {shown}")  # fmt: skip
+            f"{problem['space']} measured (best {problem['best_ms']} ms), "
+            f"{problem['in_flight']} in flight; {problem['proposed']} proposed; "
+            f"skipped: {shown}")  # fmt: skip
     log(f"proposed in {time.perf_counter() - started:.1f} s")

@@ -24,7 +24,7 @@ from typing import Any
 from .space import VARIANT, Point, Space
 
 TRIES = 4  # asks per configuration wanted before random ones not yet seen fill the round
-# (4 finds the best as soon as 20 did in benchmarks/search.py, in a fifth of the time)
+# (4 finds the best as soon as 20 did in benchmarks/search.py; docs/results.md, Search)
 DRAWS = 200  # random positions drawn per configuration wanted, for those
 
 
