@@ -19,20 +19,24 @@ from ncuflow.plan import ConfigRow, Record, profile_choice
 from ncuflow.profile.members import Member, choose
 from ncuflow.search.simulate import captured, simulate
 from ncuflow.search.space import Point, least_time_ms
-from ncuflow.search.stage import plan_round, spaces_of
-from ncuflow.study.config import Experiment, load_study
-from ncuflow.study.rounds import Rounds, SearchSettings
+from ncuflow.search.stage import plan_round, search_stage, spaces_of
+from ncuflow.study.config import Experiment, Study, load_study
+from ncuflow.study.rounds import Rounds, SearchSettings, every_proposal
 
 CAPTURE = "h200-regtile_search"
 SPACE = {"BM": [16, 32, 64, 128, 256, 512], "BN": [16, 32, 64, 128, 256, 512],
          "BK": [4, 8, 16, 32, 64], "TM": [4, 8, 16], "TN": [4, 8, 16]}  # fmt: skip
 
 
-def _experiment(search: dict | None = None, variants: dict | None = None) -> Experiment:
+def _study(search: dict | None = None, variants: dict | None = None) -> Study:
     config = minimal_config(sizes={"M": [1024, 2048], "N": "M", "K": "M"},
                             variants=variants or {"regtile_2d": {"params": SPACE}},
                             **({"search": search} if search else {}))  # fmt: skip
-    return load_study(config).experiments["sq"]
+    return load_study(config)
+
+
+def _experiment(search: dict | None = None, variants: dict | None = None) -> Experiment:
+    return _study(search, variants).experiments["sq"]
 
 
 def _position(experiment: Experiment, row: ConfigRow) -> int:
@@ -83,6 +87,24 @@ def test_a_round_is_proposed_again_the_same_from_the_same_times() -> None:
     assert not set(proposed) & {point.position for point in flying}
     assert [p["in_flight"] for p in again["problems"]] == [20, 20]
     assert round_three(replace(settings, seed=4))["parts"] != again["parts"]
+
+
+def test_a_round_takes_the_round_before_from_its_file_as_in_flight(tmp_path: Path) -> None:
+    """Rule search's own code, files in and out: round 1 of an overlapping search, told
+    nothing yet and given round 0's file, proposes none of round 0's configurations."""
+    study = _study(search={"strategy": "tpe", "budget": 40, "batch": 20})
+    plans = [Path(study.plan_file("sq", "regtile_2d", tmp_path / "plans"))]
+    ceilings = tmp_path / "ceilings.json"
+    ceilings.write_text(json.dumps(_captured()[1]))
+    settings = study.experiments["sq"].search
+    rounds = [tmp_path / f"round{r}.json" for r in (0, 1)]
+    search_stage(settings, 0, plans, [], ceilings, rounds[0], print)
+    search_stage(settings, 1, plans, [], ceilings, rounds[1], print, first=rounds[0],
+                 in_flight=rounds[0])  # fmt: skip
+    before, after = (set(every_proposal(path)) for path in rounds)
+    assert len(before) == len(after) == 40 and not before & after
+    problems = json.loads(rounds[1].read_text())["problems"]
+    assert [(p["measured"], p["in_flight"]) for p in problems] == [(0, 20), (0, 20)]
 
 
 def test_overlapping_rounds_read_the_times_of_all_but_the_round_before() -> None:
