@@ -75,16 +75,21 @@ class Member(Job):
         return {row.config_id: row for row in self.plan.configs}
 
 
+def timed_targets(members: Sequence[Member]) -> list[tuple[tuple[str, tuple], str, float]]:
+    """(variant and problem, target id, time in ms) of each configuration the members
+    profile that measured ok: what the fastest are chosen from (a wrong result never is)."""
+    return [((m.plan.variant, m.problem(c)), target_id(m.key, c), m.measured[c].time_ms)
+            for m in members for c in m.ids
+            if m.measured[c].status == OK and m.measured[c].time_ms is not None]  # fmt: skip
+
+
 def choose(members: Sequence[Member], mode: str) -> list[Member]:
     """The members with the configurations ncu.profile keeps (``mode``: all, best or
     top:K), chosen among all of them: a variant's parts (a search's rounds) may be
     several members, and its K fastest per size are chosen over them all."""
     if mode == "all":
         return list(members)
-    timed = [((m.plan.variant, m.problem(c)), target_id(m.key, c), m.measured[c].time_ms)
-             for m in members for c in m.ids
-             if m.measured[c].status == OK and m.measured[c].time_ms is not None]  # fmt: skip
-    kept = profile_choice(mode, timed) or set()
+    kept = profile_choice(mode, timed_targets(members)) or set()
     return [replace(m, chosen=frozenset(c for c in m.ids if target_id(m.key, c) in kept))
             for m in members]  # fmt: skip
 

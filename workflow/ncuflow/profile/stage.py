@@ -49,13 +49,13 @@ from ..ncu import (
     ncu_command,
     run_ncu,
 )
+from ..plan import profile_choice
 from ..vocab import (
     EXPLAIN,
     EXPLAIN_LONG,
     FINDINGS,
     NCU_LONG,
     NCU_RAW,
-    OK,
     PROFILE_ERRORS,
     SOURCE,
     SOURCE_LINES,
@@ -65,7 +65,7 @@ from ..vocab import (
 )
 from .explain import FINDING_COLUMNS, LINE_COLUMNS, read_findings, read_source_lines
 from .long_table import LONG_COLUMNS, read_report, write_long
-from .members import Batch, Member, split_csv, worker_for
+from .members import Batch, Member, split_csv, timed_targets, worker_for
 from .worker import wait_for
 
 
@@ -142,27 +142,22 @@ def tier_ids(mode: str, batch: Batch) -> list[str]:
     """The targets of a deeper tier: none, all, the fastest of each variant at each size
     (best; over all its members: a variant's parts, a search's rounds), or of the size
     where that takes least time (shortest) or longest (longest)."""
-    every = [(m, c) for m in batch.members for c in m.ids]
     if mode == "none":
         return []
+    every = [target_id(m.key, c) for m in batch.members for c in m.ids]
     if mode == "all":
-        return [target_id(m.key, c) for m, c in every]
-    best: dict[tuple, tuple[float, str]] = {}
-    for member, config in every:
-        record = member.measured[config]
-        if record.status != OK or record.time_ms is None:  # a wrong result: never best
-            continue
-        size = (member.plan.variant, member.problem(config))
-        timed = (record.time_ms, target_id(member.key, config))
-        best[size] = min(best.get(size, timed), timed)
-    chosen = {target: time for time, target in best.values()}
-    if mode in ("shortest", "longest") and chosen:
+        return every
+    timed = timed_targets(batch.members)
+    chosen = profile_choice("best", timed) or set()
+    if mode in ("shortest", "longest"):
         pick = min if mode == "shortest" else max
-        fastest: dict[str, tuple[float, str]] = {}
-        for (variant, _), timed in best.items():
-            fastest[variant] = pick(fastest.get(variant, timed), timed)
-        chosen = {target: time for time, target in fastest.values()}
-    return [target_id(m.key, c) for m, c in every if target_id(m.key, c) in chosen]
+        per_variant: dict[str, tuple[float, str]] = {}
+        for (variant, _), target, time_ms in timed:
+            if target in chosen:
+                per_variant[variant] = pick(per_variant.get(variant, (time_ms, target)),
+                                            (time_ms, target))  # fmt: skip
+        chosen = {target for _, target in per_variant.values()}
+    return [t for t in every if t in chosen]
 
 
 def windows(batch: Batch, targets: Sequence[str], size: int) -> list[list[str]]:

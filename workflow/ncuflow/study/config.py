@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, NcuflowError, SpecError
-from ..files import atomic_write, local_path, read_json
+from ..files import atomic_write, local_path
 from ..ncu import NcuSettings
 from ..plan import ConfigRow, Plan, Timing, VariantPlan
 from ..spec import Family, available_families, load_family
@@ -301,7 +301,8 @@ class Study:
     def figures(self, experiment: str) -> list[str]:
         """Every figure of an experiment: the standard ones, its family's own, a search's."""
         exp = self.experiments[experiment]
-        return [*STANDARD_FIGURES, *exp.family.figures, *[SEARCH_FIGURE][: exp.search.searches]]
+        return [*STANDARD_FIGURES, *exp.family.figures,
+                *([SEARCH_FIGURE] if exp.search.searches else [])]  # fmt: skip
 
     def family_figures(self) -> list[str]:
         """Names of the figures the families of this study declare themselves."""
@@ -401,8 +402,7 @@ def part_plan(variant_plan: Path, part: str, proposals: Path | None = None) -> P
     the part's configurations that its round proposed (``proposals``, its round file)."""
     whole, grid = variant_grid(variant_plan)
     if proposals is not None:
-        taken = proposed(proposals, part, whole.plan.variant)
-        search_round = read_json(proposals, "a search round's proposals")["round"]
+        search_round, taken = proposed(proposals, part, whole.plan.variant)
         return whole.plan.with_configs([replace(grid.row_at(p), search_round=search_round)
                                         for p in taken])  # fmt: skip
     return whole.plan.with_configs(grid.rows(*whole.part_range(part)))

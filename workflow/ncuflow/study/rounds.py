@@ -116,9 +116,11 @@ class Rounds:
                 for v in self.variants for name in (PLAN, MEASURE)]  # fmt: skip
 
 
-def proposed(path: Path, part: str, variant: str) -> list[int]:
-    """The grid positions of ``variant`` a round's file gives to one of its parts."""
-    return read_json(path, "a search round's proposals")["parts"].get(part, {}).get(variant, [])
+def proposed(path: Path, part: str, variant: str) -> tuple[int, list[int]]:
+    """A round's file: its round, and the grid positions of ``variant`` it gives to one of
+    its parts."""
+    data = read_json(path, "a search round's proposals")
+    return data["round"], data["parts"].get(part, {}).get(variant, [])
 
 
 def every_proposal(path: Path) -> list[tuple[str, int]]:
