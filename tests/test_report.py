@@ -157,8 +157,10 @@ def test_two_runs_compared_configuration_by_configuration(tmp_path: Path) -> Non
     changed = changed[changed["config_id"] != table["config_id"].iloc[0]]  # one only in A
     changed.to_parquet(b / "matmul_ladder" / "table.parquet")
     shutil.copy2(source / "device.json", b / "device.json")
-    paths = compare_runs(a, b, tmp_path / "out")
-    assert [p.name for p in paths] == ["compare.csv", "compare.md", "compare.png", "compare.svg"]
+    paths, failing = compare_runs(a, b, tmp_path / "out")
+    assert [p.name for p in paths] == ["compare.csv", "compare.md", "gate.md", "compare.png",
+                                       "compare.svg"]  # fmt: skip
+    assert failing == {}  # nothing to fail on was asked
     rows = pd.read_csv(tmp_path / "out" / "compare.csv")
     assert len(rows) == (table["status"] == "ok").sum() - 1  # measured rows: none skipped
     mine = rows[rows["variant"] == "warptile"]

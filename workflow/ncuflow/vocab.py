@@ -22,6 +22,12 @@ STATUSES = (OK, SKIPPED, WRONG_RESULT, COMPILE_ERROR, LAUNCH_ERROR, TIMEOUT, PRO
 # (a wrong result keeps its time and metrics, to show how it went wrong; it never wins).
 TIMED = (OK, WRONG_RESULT)
 
+# ---- a comparison's time verdicts (report.compare): B against A, beyond a least effect
+# with 95 % confidence, within it, or too noisy to tell
+
+SAME, FASTER, SLOWER, AMBIGUOUS = "SAME", "FASTER", "SLOWER", "AMBIGUOUS"
+MIN_EFFECT = 0.02  # a change in time below 2 % is called no change (compare --threshold)
+
 # ---- the files between stages (results/<experiment>/<variant>/<part>/, and a capture's
 # results/<experiment>/<variant>/ folders)
 

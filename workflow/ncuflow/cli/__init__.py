@@ -24,9 +24,10 @@ from ..errors import NcuflowError
 from ..files import atomic_write, local_path
 from ..ncu import NcuSettings
 from ..plan import Job, Plan
+from ..report.gate import FAIL_ON, GATE_FAILED
 from ..runlock import hold_for_run
 from ..runlog import record_stage
-from ..vocab import COMPILED_ENV, CUBINS, MEASURE, METRICS, NCU_LONG, PLAN, VERSION
+from ..vocab import COMPILED_ENV, CUBINS, MEASURE, METRICS, MIN_EFFECT, NCU_LONG, PLAN, VERSION
 from .args import Subparsers, mode_args, ncu_args, stage_parser
 from .tables import table_stages
 
@@ -142,11 +143,17 @@ def _ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     _runner(args, log, exclusive=True).ceilings(args.out, log)
 
 
-def _compare(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+def _compare(args: argparse.Namespace, log: Callable[[str], None]) -> int:
     from ..report.compare import run
 
-    for path in run(args.a, args.b, args.out):
+    paths, failing = run(args.a, args.b, args.out, args.threshold / 100, tuple(args.fail_on))
+    for path in paths:
         log(f"wrote {path}")
+    if failing:
+        told = ", ".join(f"{n} {cause}" for cause, n in failing.items())
+        log(f"the gate fails (--fail-on {' '.join(args.fail_on)}): {told}; {paths[2]} says which")
+        return GATE_FAILED
+    return 0
 
 
 def _capture(args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -253,6 +260,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("a", type=Path, help="results folder or capture: the baseline (A)")
     p.add_argument("b", type=Path, help="results folder or capture: the one compared (B)")
     p.add_argument("--out", type=Path, default=Path("results/compare"))
+    p.add_argument("--fail-on", nargs="+", default=[], choices=FAIL_ON,
+                   help=f"exit with status {GATE_FAILED} where B has a configuration SLOWER or "
+                   "broken (slower), one the repeats cannot tell (ambiguous), or one A "
+                   "measured ok and B did not measure (missing); gate.md says which")  # fmt: skip
+    p.add_argument("--threshold", type=float, default=100 * MIN_EFFECT, metavar="PCT",
+                   help="the least change in time called one (default %(default)g %%)")  # fmt: skip
     p = stage_parser(sub, "check", _check, "check a study's kernels on a machine without a GPU: "
                "each variant ok, not checked (not a failure) or WRONG (exit status 1)")  # fmt: skip
     p.add_argument("study", type=Path, nargs="?", metavar="CONFIGFILE",
@@ -305,11 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     log = _logger(args.log)
     # what is said on stderr anyway goes to the log file too, but never twice to a terminal
     also_logged = log if args.log is not None else lambda line: None
-    started, ok = time.perf_counter(), False
+    started, ok, status = time.perf_counter(), False, 0
     try:
         hold_for_run()  # while this stage lives, a new run leaves the folder's lock alone
         stop_on_signals()  # Ctrl-C, or Snakemake cancelling the job: no child outlives it
-        args.run(args, log)
+        status = args.run(args, log) or 0
         ok = True
     except Interrupted as exc:  # one line: what is kept, what to type
         line = (f"ncuflow: {args.stage} stopped by {exc}; what it measured and profiled is "
@@ -328,4 +341,4 @@ def main(argv: list[str] | None = None) -> int:
         # a signal that comes as the stage ends finds its work done: nothing more to say
         with contextlib.suppress(Interrupted):
             record_stage(args.stage, time.perf_counter() - started, ok)
-    return 0
+    return status

@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..files import read_json
-from ..vocab import DEVICE, OK
+from ..vocab import AMBIGUOUS, DEVICE, FASTER, MIN_EFFECT, OK, SAME, SLOWER
+from .gate import broken, causes, summary
 from .results import load, repeats
 
 KEY = ["experiment", "variant", "config_id"]
@@ -34,9 +35,8 @@ METRICS = ["time_ms", "ncu_time_ms", "achieved_flops_per_s", "dram_bytes", "l2_b
 
 
 # A time verdict (docs/methods.md, "Comparing two runs"): the 95 % bootstrap interval of
-# the ratio of the two sides' median times against a least effect of MIN_EFFECT.
-SAME, FASTER, SLOWER, AMBIGUOUS = "SAME", "FASTER", "SLOWER", "AMBIGUOUS"
-MIN_EFFECT = 0.02  # a change below 2 % is called no change
+# the ratio of the two sides' median times against a least effect (MIN_EFFECT unless the
+# caller sets one: compare --threshold).
 RESAMPLES = 2000
 # A traffic verdict per level: each side has one profiled launch, so no interval; ncu's byte
 # counts of the same launch differ between replays by well under MIN_TRAFFIC_EFFECT.
@@ -47,11 +47,12 @@ MIN_TRAFFIC_EFFECT = 0.05
 VERDICT_COLORS = {FASTER: "#009E73", SLOWER: "#D55E00", SAME: "#999999", AMBIGUOUS: None}
 
 
-def verdict(times_a: list[float], times_b: list[float], seed: int = 0) -> tuple[str, float, float]:
-    """(verdict, low, high): FASTER where B is faster than A by more than MIN_EFFECT with 95 %
-    confidence (the whole interval of median A / median B above 1 + MIN_EFFECT), SLOWER
-    where slower by as much, SAME where the interval lies within MIN_EFFECT of 1, AMBIGUOUS
-    otherwise (too few repeats, or too much noise, to tell)."""
+def verdict(times_a: list[float], times_b: list[float], seed: int = 0,
+            least_effect: float = MIN_EFFECT) -> tuple[str, float, float]:  # fmt: skip
+    """(verdict, low, high): FASTER where B is faster than A by more than ``least_effect``
+    with 95 % confidence (the whole interval of median A / median B above 1 +
+    least_effect), SLOWER where slower by as much, SAME where the interval lies within
+    least_effect of 1, AMBIGUOUS otherwise (too few repeats, or too much noise, to tell)."""
     a, b = np.asarray(times_a, dtype=float), np.asarray(times_b, dtype=float)
     if len(a) < 3 or len(b) < 3:
         return AMBIGUOUS, float("nan"), float("nan")
@@ -59,7 +60,7 @@ def verdict(times_a: list[float], times_b: list[float], seed: int = 0) -> tuple[
     median_a = np.median(rng.choice(a, (RESAMPLES, len(a))), axis=1)
     median_b = np.median(rng.choice(b, (RESAMPLES, len(b))), axis=1)
     low, high = np.quantile(median_a / median_b, [0.025, 0.975])
-    up, down = 1.0 + MIN_EFFECT, 1.0 / (1.0 + MIN_EFFECT)
+    up, down = 1.0 + least_effect, 1.0 / (1.0 + least_effect)
     if low > up:
         return FASTER, float(low), float(high)
     if high < down:
@@ -99,8 +100,11 @@ def label(folder: Path) -> str:
     return folder.name
 
 
-def compare(a: Path, b: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """(one row per configuration measured ok on both sides, what only one side has)."""
+def compare(a: Path, b: Path,
+            least_effect: float = MIN_EFFECT) -> tuple[pd.DataFrame, dict[str, Any]]:  # fmt: skip
+    """(one row per configuration measured ok on both sides, what only one side has: ``a``
+    and ``b`` the keys of each side's alone, ``missing`` those A measured ok of them,
+    ``broken`` (gate.broken) those A measured ok that B ran and broke)."""
     left, right = load(a), load(b)
     metrics = [m for m in METRICS if m in left and m in right]
     both = left[left["status"] == OK].merge(
@@ -110,7 +114,7 @@ def compare(a: Path, b: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     rows["time_ms_a"], rows["time_ms_b"] = both["time_ms_a"], both["time_ms_b"]
     rows["speedup"] = both["time_ms_a"] / both["time_ms_b"]
     timed_a, timed_b = repeats(a), repeats(b)
-    judged = [verdict(timed_a.get(key, []), timed_b.get(key, []))
+    judged = [verdict(timed_a.get(key, []), timed_b.get(key, []), least_effect=least_effect)
               for key in map(tuple, both[KEY].to_numpy())]  # fmt: skip
     rows["verdict"] = [v for v, _, _ in judged]
     rows["speedup_low"] = [low for _, low, _ in judged]
@@ -140,6 +144,8 @@ def compare(a: Path, b: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     rows["runs_on"] = both.get("runs_on_a", "gpu")
     keys_a, keys_b = (set(map(tuple, t[KEY].to_numpy())) for t in (left, right))
     only: dict[str, Any] = {"a": sorted(keys_a - keys_b), "b": sorted(keys_b - keys_a)}
+    ok_a = set(map(tuple, left.loc[left["status"] == OK, KEY].to_numpy()))
+    only["missing"], only["broken"] = sorted(ok_a - keys_b), broken(left, right, KEY)
     only["method_a"], only["method_b"] = timing_method(left), timing_method(right)
     return rows.reset_index(drop=True), only
 
@@ -149,12 +155,13 @@ def geomean(values: pd.Series) -> float:
     return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
 
 
-def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str) -> str:
+def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str,
+             least_effect: float = MIN_EFFECT) -> str:  # fmt: skip
     lines = [f"# {name_b} against {name_a}", "",
              f"{len(rows)} configurations measured ok on both sides; speedup = time on A / "
              "time on B (above 1: B is faster).", "",
              "Verdict from each configuration's timed repeats: the 95 % bootstrap interval "
-             f"of the speedup against a least change of {MIN_EFFECT:.0%} (FASTER, SLOWER, "
+             f"of the speedup against a least change of {least_effect:.0%} (FASTER, SLOWER, "
              "SAME, or AMBIGUOUS where the repeats cannot tell).", "",
              "| experiment | variant | configurations | geometric-mean speedup | min | max | "
              "verdicts | metric that moved most (median ratio B/A) |",
@@ -174,7 +181,8 @@ def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str)
                  f"{group['speedup'].min():.3f}", f"{group['speedup'].max():.3f}", told,
                  f"{metric} ({ratio:.3g}×)" if len(counts) else "–"]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
-    lines += _traffic_lines(rows) + _caveats(rows, only, name_a, name_b)
+    caveats = _caveats(rows, only, name_a, name_b)
+    lines += _traffic_lines(rows) + (["", *caveats] if caveats else [])
     ratios = rows[[c for c in rows if c.endswith("_ratio") and c != "moved_most_ratio"]]
     spread = np.log2(ratios.where(ratios > 0)).abs().median().sort_values(ascending=False)
     lines += ["", "Metrics by how far they moved (median |log2(B/A)| over all configurations):", ""]
@@ -223,7 +231,7 @@ def _caveats(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str)
     if clock is not None and clock.notna().any() and abs(clock.median() - 1.0) > MIN_EFFECT:
         lines.append(f"The SM clock differs: B's kernels ran at {clock.median():.3f}× A's "
                      "(median); that much of a speedup is the clock's.")  # fmt: skip
-    return ["", *lines] if lines else []
+    return lines
 
 
 def figure(rows: pd.DataFrame, name_a: str, name_b: str, out: Path) -> list[Path]:
@@ -272,11 +280,18 @@ def _speedups(ax: Any, rows: pd.DataFrame) -> None:
     ax.set_xticks(range(len(order)), order, rotation=60, ha="right", fontsize=7)
 
 
-def run(a: Path, b: Path, out: Path) -> list[Path]:
-    """The comparison's table, summary and figure in ``out``."""
-    rows, only = compare(a, b)
+def run(a: Path, b: Path, out: Path, least_effect: float = MIN_EFFECT,
+        fail_on: tuple[str, ...] = ()) -> tuple[list[Path], dict[str, int]]:  # fmt: skip
+    """The comparison's table, summary, figure and gate summary (gate.md) in ``out``, and
+    what fails the gate (``fail_on``: gate.FAIL_ON's names): per cause, how many."""
+    rows, only = compare(a, b, least_effect)
     out.mkdir(parents=True, exist_ok=True)
     name_a, name_b = label(a), label(b)
     rows.to_csv(out / "compare.csv", index=False, float_format="%.6g")
-    (out / "compare.md").write_text(markdown(rows, only, name_a, name_b))
-    return [out / "compare.csv", out / "compare.md", *figure(rows, name_a, name_b, out / "compare")]
+    (out / "compare.md").write_text(markdown(rows, only, name_a, name_b, least_effect))
+    caveats = _caveats(rows, only, name_a, name_b)
+    (out / "gate.md").write_text(summary(rows, only, (name_a, name_b), list(fail_on),
+                                         least_effect, caveats))  # fmt: skip
+    paths = [out / "compare.csv", out / "compare.md", out / "gate.md",
+             *figure(rows, name_a, name_b, out / "compare")]  # fmt: skip
+    return paths, causes(rows, only, list(fail_on))
