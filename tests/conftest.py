@@ -109,6 +109,9 @@ STUDIES = {
     # benchmarks/gpus.py's sweep, its run on both GPUs of one host at once (--resources gpu=2)
     "h200-x2-gpus": ROOT / "benchmarks" / "gpus.yaml",
     "h200-verdicts": ROOT / "experiments" / "verdicts.yaml",  # the verdicts study on one H200
+    # experiments/gate.yaml's second run on one H200 and its run on another (issue 46)
+    "h200-gate-b": ROOT / "experiments" / "gate.yaml",
+    "h200-gate-host2": ROOT / "experiments" / "gate.yaml",
     **{
         yaml.safe_load(p.read_text())["capture"]: p  # the capture a study file names
         for p in sorted((ROOT / "experiments").glob("*.yaml"))

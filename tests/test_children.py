@@ -141,3 +141,29 @@ def test_a_second_signal_does_not_cut_the_first_ones_clean_up_short() -> None:
                           env=env, timeout=30)  # fmt: skip
     assert done.returncode == 130 and done.stdout == "stopped by SIGINT\n", done.stderr
     assert "Traceback" not in done.stderr
+
+
+
+POOL = """
+import os
+from concurrent.futures import ProcessPoolExecutor
+from ncuflow.children import pool_worker
+
+def pid(_):
+    return os.getpid()
+
+pool = ProcessPoolExecutor(2, initializer=pool_worker, initargs=(os.getpid(),))
+print(*sorted(set(pool.map(pid, range(8)))), flush=True)
+os._exit(0)  # gone without shutting its pool down, as a stage a signal ended mid-map
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's parent-death signal")
+def test_a_stages_pool_workers_die_with_it() -> None:
+    """An orphaned pool worker waits for work forever, holding the run's lock and the pipe
+    its run prints to; the pools of the plot and compile stages are started so none is."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
+    stage = subprocess.run([sys.executable, "-c", POOL], capture_output=True, text=True,
+                           env=env, timeout=60)  # fmt: skip
+    workers = [int(p) for p in stage.stdout.split()]
+    assert workers and all(_gone(p) for p in workers), stage.stderr

@@ -17,6 +17,7 @@ from ncuflow.measure.clock import GATE_COMMANDS, time_config, time_launches
 from ncuflow.measure.helpers import ROW_COPY_BLOCK, row_copy_shape
 from ncuflow.measure.stage import measure_plan
 from ncuflow.measure.timing import TimingPolicy, timing_stats
+from ncuflow.nvml import ClockWatch
 from ncuflow.plan import Plan, Record, Timing
 from ncuflow.study.config import load_study
 from ncuflow.vocab import LAUNCH_ERROR, TIMEOUT
@@ -237,3 +238,48 @@ def test_a_batch_whose_gate_gave_up_is_timed_again_without_it(gives_up: bool) ->
         time_config(ungated, policy, None, _FakeGate(log, False), _FakeCuda(log))["gated"] is False
     )
     assert "hold" not in log
+
+
+class _Watch(ClockWatch):
+    """NVML stood in for: each timing's samples are the next clocks of ``timings``."""
+
+    def __init__(self, timings: list[list[int]]) -> None:
+        super().__init__(1980.0)
+        self.timings, self.samples = timings, []
+
+    @property
+    def works(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        super().start()
+        self.samples = list(self.timings.pop(0))
+
+    def sample(self) -> None:
+        self.clocks.append(self.samples.pop(0) if self.samples else 1980)
+
+    def _violation_ns(self) -> dict[str, int]:
+        return {}
+
+
+@pytest.mark.parametrize("second", [1980, 1500])
+def test_a_configuration_timed_while_the_clock_fell_is_timed_again(
+    second: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SM clock more than 10 % under the maximum while it was timed: timed once more after
+    a pause; flagged only where the second timing throttled too, the note saying both."""
+    monkeypatch.setattr("ncuflow.measure.clock.THROTTLE_PAUSE_S", 0.0)
+    log: list = []
+    launcher = Launcher(_steps(log, "a"), {})
+    policy = TimingPolicy(warmup=0, min_repeats=20, target_ci_pct=50.0)
+    record = time_config(launcher, policy, None, None, _FakeCuda(log),
+                         _Watch([[1600], [second]]))  # fmt: skip
+    assert log.count("a") == 40  # timed twice
+    assert record["time_throttled"] is (second < 1782)
+    assert record["sm_clock_mhz_timing_min"] == second
+    assert record["time_note"].startswith("timed again: the first timing throttled (SM clock "
+                                          "down to 1600 MHz (81 % of its 1980 MHz))")  # fmt: skip
+    assert ("and so did this one" in record["time_note"]) is (second < 1782)
+    steady = time_config(launcher, policy, None, None, _FakeCuda(log), _Watch([[1980]]))
+    assert steady["time_throttled"] is False and steady["throttle"] == ""
+    assert steady["sm_clock_mhz_timing"] == 1980.0

@@ -1,6 +1,6 @@
 """ncuflow: verify, time and profile CUDA kernel variants under Nsight Compute.
 
-The package is a small shared base (vocab, errors, files, schema, plan, limits, ncu, gpu,
+The package is a small shared base (vocab, errors, files, schema, plan, limits, ncu, gpu, nvml,
 expr, metrics, reference, console, tf32) and one folder per stage, named as the workflow's
 rules are: spec (kernel families and variants), study (the config and its expansion into
 plans), measure, profile, analyze (derive, the bound rule, collect), device (facts and

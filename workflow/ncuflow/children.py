@@ -52,6 +52,16 @@ def die_with_parent(signum: int) -> None:
         return
 
 
+def pool_worker(stage: int) -> None:
+    """The initializer of a stage's process pool (``initargs=(os.getpid(),)``): a worker
+    dies with the stage that forked it, even one that died (a signal, as the pool started)
+    before the worker came up. Else an orphaned worker waits for work forever, holding the
+    run's lock and the pipe its run prints to."""
+    die_with_parent(signal.SIGKILL)
+    if os.getppid() != stage:
+        os._exit(1)
+
+
 def keep_open(descriptor: int) -> None:
     """A descriptor every child keeps open: a lock it holds stays held while any lives."""
     _inherited.append(descriptor)

@@ -69,6 +69,7 @@ class Timing:
     timeout_s: float | None = None
     timeout_floor_s: float = 60
     flush_l2: bool = True
+    rounds: int | None = None  # rounds of timing per configuration; None: one
     l2_flush: str | None = None
     enqueue: str | None = None
 
@@ -83,6 +84,10 @@ class Timing:
 
     def to_json(self) -> Json:
         return _present(self, always=("timeout_s",))
+
+    @property
+    def round_count(self) -> int:
+        return self.rounds or 1
 
     @classmethod
     def from_json(cls, data: Any, where: str = "timing") -> Timing:
@@ -295,7 +300,19 @@ class Record:
     time_unstable: bool | None = None
     time_note: str | None = None
     times_ms: list[float] | None = None
+    # with timing.rounds: each round's median and repeats (times_ms holds them in turn), how
+    # many rounds, and their medians' spread (max - min over time_ms, in percent)
+    round_medians_ms: list[float] | None = None
+    round_repeats: list[int] | None = None
+    rounds: int | None = None
+    time_round_spread_pct: float | None = None
     gated: bool | None = None  # whether its batches waited behind the gate (GPU only)
+    # NVML while it was timed (GPU, where NVML answers): the SM clock (median, lowest), what
+    # throttled ('' where nothing did) and whether it did (nvml.ClockWatch)
+    sm_clock_mhz_timing: float | None = None
+    sm_clock_mhz_timing_min: int | None = None
+    throttle: str | None = None
+    time_throttled: bool | None = None
     step_ms: dict[str, float] | None = None  # each launch's median, where there are several
     registers_per_thread_compiled: int | None = None
     static_smem_bytes: int | None = None
@@ -324,11 +341,17 @@ class Record:
         return replace(self, **changes)
 
     @property
+    def rounds_timed(self) -> int:
+        """How many rounds of timing it holds: one unless timing.rounds asked for more."""
+        return self.rounds or 1
+
+    @property
     def summary(self) -> Json:
         """The record as a table row holds it: everything but the raw times and the
         fingerprint (the steps' medians become columns of their own)."""
         return {k: v for k, v in self.to_json().items()
-                if k not in ("times_ms", "fingerprint", "step_ms")}  # fmt: skip
+                if k not in ("times_ms", "fingerprint", "step_ms", "round_medians_ms",
+                             "round_repeats")}  # fmt: skip
 
     def to_json(self) -> Json:
         """Keys sorted, as measure.json has always held them."""
@@ -367,6 +390,12 @@ def read_records(path: Path, fix: str = RERUN) -> dict[str, Record]:
     if not isinstance(data, dict):
         raise NcuflowError(f"{path}: expected a mapping of configuration ids to records")
     return {cid: Record.from_json(rec, f"{path}: {cid}") for cid, rec in data.items()}
+
+
+def unfinished(record: Record | None, rounds: int) -> bool:
+    """Whether a configuration still needs measuring: no record, or a timed one with fewer
+    rounds than its timing asks (timing.rounds)."""
+    return record is None or (record.status in TIMED and record.rounds_timed < rounds)
 
 
 def records_json(records: dict[str, Record]) -> str:

@@ -23,9 +23,12 @@ STATUSES = (OK, SKIPPED, WRONG_RESULT, COMPILE_ERROR, LAUNCH_ERROR, TIMEOUT, PRO
 TIMED = (OK, WRONG_RESULT)
 
 # ---- a comparison's time verdicts (report.compare): B against A, beyond a least effect
-# with 95 % confidence, within it, or too noisy to tell
+# with 95 % confidence, within it, or too noisy to tell; HOST where a change is what the
+# two hosts' clocks or measured ceilings make of it (report.hosts)
 
 SAME, FASTER, SLOWER, AMBIGUOUS = "SAME", "FASTER", "SLOWER", "AMBIGUOUS"
+HOST = "HOST"
+VERDICTS = (FASTER, SLOWER, SAME, HOST, AMBIGUOUS)  # in the order compare.md counts them
 MIN_EFFECT = 0.02  # a change in time below 2 % is called no change (compare --threshold)
 
 # ---- the files between stages (results/<experiment>/<variant>/<part>/, and a capture's

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
+from ..children import pool_worker
 from ..files import read_json
 from ..ncu import NcuSettings
 from ..vocab import SEARCH_FIGURE
@@ -63,7 +65,8 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         draw_each = functools.partial(draw_one, table, args.kernels_dir, device, args.out_dir,
                                       joined=not args.separate_sizes)  # fmt: skip
         if args.processes > 1:
-            with ProcessPoolExecutor(min(args.processes, len(FIGURES))) as pool:
+            with ProcessPoolExecutor(min(args.processes, len(FIGURES)), initializer=pool_worker,
+                                     initargs=(os.getpid(),)) as pool:  # fmt: skip
                 drawn = list(pool.map(draw_each, FIGURES))
         else:
             drawn = [draw_each(name) for name in FIGURES]

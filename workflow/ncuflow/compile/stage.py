@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import shutil
 import subprocess
 import time
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from ..children import pool_worker
 from ..files import atomic_write
 from ..nvrtc import CompileFailed, bindings, compile_cubin, version
 from ..spec import load_variant
@@ -109,7 +111,8 @@ def _compile_all(work: list[tuple[str, str, tuple[str, ...], str]], workers: int
     if workers <= 1 or len(work) <= 1:
         results = [_build(*w) for w in work]
     else:  # processes: NVRTC holds the interpreter while it compiles
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        context, stage = multiprocessing.get_context("fork"), os.getpid()
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                 initializer=pool_worker, initargs=(stage,)) as pool:  # fmt: skip
             results = list(pool.map(_build, *zip(*work, strict=True)))
     return {w[3]: why for w, why in zip(work, results, strict=True) if why is not None}

@@ -18,6 +18,7 @@ from ..files import write_json
 from ..gpu import cpu_model, cupy, gpu_properties, measured_on
 from ..metrics import LEVELS
 from ..ncu import find_ncu, ncu_version
+from ..nvml import host_facts
 from ..spec import DEVICE_FACTS
 from ..vocab import VERSION
 
@@ -51,6 +52,7 @@ def gpu_facts(ncu_path: str) -> dict[str, Any]:
     cp = cupy()
     return {
         **gpu_properties(),
+        **host_facts(),
         "driver": _driver_version(),
         "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
         "ncu": ncu_version(find_ncu(ncu_path)),
@@ -78,6 +80,9 @@ FACTS = [
     ("sm_clock_max_mhz", "SM clock, max (MHz)"),
     ("memory_clock_max_mhz", "memory clock, max (MHz)"),
     ("memory_bytes", "memory (bytes)"), ("l2_bytes", "L2 (bytes)"), ("driver", "driver"),
+    ("power_limit_w", "power limit (W)"),
+    ("sm_clock_application_mhz", "SM application clock (MHz)"), ("ecc", "ECC"),
+    ("persistence", "persistence mode"), ("pcie", "PCIe link"), ("nvlinks_active", "NVLinks"),
     ("cuda_runtime", "CUDA runtime"), ("ncu", "Nsight Compute"), ("cupy", "CuPy"),
     ("cpu", "host CPU"), ("date", "date measured"), ("ncuflow", "ncuflow"),
 ]  # fmt: skip
@@ -102,7 +107,7 @@ def job_device(runs_on: str) -> dict[str, Any]:
     the host."""
     host = {"device": measured_on(runs_on), "host": platform.node(), "cpu_count": os.cpu_count()}
     if runs_on == "gpu":
-        return {**gpu_properties(), **host}
+        return {**gpu_properties(), **host_facts(), **host}
     return host
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..gpu import cupy
+from ..nvml import ClockWatch
 from .build import Launcher
 from .helpers import helper_kernel
 from .timing import TimingPolicy, adaptive_repeats, timing_stats
@@ -81,12 +82,14 @@ def time_launches(
     flush: Callable[[], None] | None,
     gate: Gate | None = None,
     cuda: Any = None,
+    during: Callable[[], None] | None = None,
 ) -> tuple[list[float], dict[str, list[float]]]:
     """Milliseconds of each of ``repeats`` runs of the launcher's steps, between a pair of
     CUDA events, and of each step alone (an event between consecutive steps); its reset runs
     before each, untimed. With a ``gate``, the repeats are enqueued behind it, GATE_COMMANDS
     commands at a time. ``cuda``: what makes the events, cupy.cuda unless given (a stand-in
-    times on the CPU)."""
+    times on the CPU); ``during``: called once all is enqueued, while the GPU runs it (the
+    clock watch's sample)."""
     cuda = cuda or cupy().cuda
     stream, steps = cuda.get_current_stream(), launcher.steps
     events = [[cuda.Event() for _ in range(len(steps) + 1)] for _ in range(repeats)]
@@ -105,6 +108,8 @@ def time_launches(
                 mark.record(stream)
         if gate is not None:
             gate.release()
+    if during is not None:
+        during()
     events[-1][-1].synchronize()
     totals = [float(cuda.get_elapsed_time(m[0], m[-1])) for m in events]
     per_step = {name: [float(cuda.get_elapsed_time(m[j], m[j + 1])) for m in events]
@@ -129,19 +134,47 @@ def time_host_calls(launcher: Launcher, repeats: int) -> tuple[list[float], dict
     return totals, per_step
 
 
+# Where a configuration's timing was throttled, the pause before it is timed once more (the
+# GPU's power and heat settle within tens of milliseconds; nvbench waits 50 ms)
+THROTTLE_PAUSE_S = 0.2
+
+
 def time_config(
     launcher: Launcher,
     policy: TimingPolicy,
     flush: Callable[[], None] | None,
     gate: Gate | None = None,
     cuda: Any = None,
+    watch: ClockWatch | None = None,
 ) -> dict[str, Any]:
     """Warm up, then time in batches until the median is known within the policy's target
     (adaptive repeats); the record's timing fields, with each step's median where a
     configuration makes several launches. A GPU launcher's batches wait behind the ``gate``
     while they are enqueued; should a hold end by its limit (a step waited for the stream,
     or the host stalled for that long), that batch is timed again and the rest too without
-    it, and the record's ``gated`` says so. ``cuda``: as for time_launches."""
+    it, and the record's ``gated`` says so. With a ``watch`` (GPU, NVML), the SM clock and
+    throttling are sampled as the batches run; a configuration timed while the GPU throttled
+    is timed once more after a pause, and keeps ``time_throttled`` where it throttled again.
+    ``cuda``: as for time_launches."""
+    watching = watch if watch is not None and watch.works and not launcher.on_host else None
+    record = _timed(launcher, policy, flush, gate, cuda, watching)
+    if watching is None:
+        return record
+    first = watching.result()
+    if not first.get("time_throttled"):
+        return {**record, **first}
+    time.sleep(THROTTLE_PAUSE_S)
+    record = _timed(launcher, policy, flush, gate, cuda, watching)
+    again = watching.result()
+    told = (f"timed again: the first timing throttled ({first['throttle']})" +
+            (f", and so did this one ({again['throttle']})" if again.get("time_throttled")
+             else ""))  # fmt: skip
+    return {**record, **again, "time_note": "; ".join(filter(None, [record["time_note"], told]))}
+
+
+def _timed(launcher: Launcher, policy: TimingPolicy, flush: Callable[[], None] | None,
+           gate: Gate | None, cuda: Any, watch: ClockWatch | None) -> dict[str, Any]:  # fmt: skip
+    """One timing of time_config: warm-up, adaptive batches, the record's timing fields."""
     expected_ms = None  # a host call's warm-up says how long one takes (adaptive_repeats)
     for _ in range(policy.warmup):
         launcher.reset()
@@ -151,16 +184,19 @@ def time_config(
             expected_ms = (time.perf_counter() - started) * 1e3
     steps: dict[str, list[float]] = {name: [] for name, _ in launcher.steps}
     holding = gate if launcher.gated else None
+    during = watch.sample if watch is not None else None
+    if watch is not None:
+        watch.start()
 
     def batch(n: int) -> list[float]:
         nonlocal holding
         if launcher.on_host:
             totals, per_step = time_host_calls(launcher, n)
         else:
-            totals, per_step = time_launches(launcher, n, flush, holding, cuda)
+            totals, per_step = time_launches(launcher, n, flush, holding, cuda, during)
             if holding is not None and holding.gave_up():
                 holding = None
-                totals, per_step = time_launches(launcher, n, flush, None, cuda)
+                totals, per_step = time_launches(launcher, n, flush, None, cuda, during)
         for name, values in per_step.items():
             steps[name] += values
         return totals

@@ -78,7 +78,9 @@ def phases(path: Path) -> tuple[dict[str, dict[str, float]], set[str]]:
 
 
 def read(path: Path) -> tuple[dict[str, Record], list[str]]:
-    """(finished records by config_id, config_ids started but never finished)."""
+    """(each config_id's last finished record, config_ids started and not finished since:
+    a configuration started again for a later round of timing, after its first record,
+    counts until that round's record)."""
     done: dict[str, Record] = {}
     begun: list[str] = []
     if not path.exists():
@@ -92,7 +94,8 @@ def read(path: Path) -> tuple[dict[str, Record], list[str]]:
             begun.append(entry["config_id"])
         elif entry.get("event") == "done":
             done[entry["config_id"]] = Record.from_json(entry["record"], f"{path}: a record")
-    return done, [c for c in begun if c not in done]
+            begun = [c for c in begun if c != entry["config_id"]]
+    return done, begun
 
 
 def rewrite(path: Path, records: dict[str, Record]) -> None:

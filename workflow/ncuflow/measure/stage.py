@@ -19,7 +19,7 @@ from ..children import spawn, stop
 from ..errors import NcuflowError
 from ..files import atomic_write
 from ..limits import time_limit
-from ..plan import ConfigRow, Job, Record, records_json
+from ..plan import ConfigRow, Job, Record, records_json, unfinished
 from ..vocab import JOURNAL_SUFFIX, OK, target_id
 from . import journal
 from .journal import EXIT_CONTEXT_LOST, WORKER
@@ -81,21 +81,25 @@ def measure_stage(
                                        for job in jobs], indent=1))  # fmt: skip
     command = [*worker, str(worklist), str(journal_path)]
     limits = {t: time_limit(job.plan.timing, row) for t, (job, row) in pending.items()}
+    rounds = {t: job.plan.timing.round_count for t, (job, _) in pending.items()}
     done = kept
-    while not pending.keys() <= done.keys():
+    while any(unfinished(done.get(t), rounds[t]) for t in pending):
         returncode, tail, killed = watch(command, journal_path, limits)
         after, crashed = journal.read(journal_path)
-        if killed:
+        if killed:  # a later round's hang ends its earlier rounds' record too
             record = Record.timed_out(limits[killed], fingerprints[killed])
             journal.finished(journal_path, killed, record)
             log(f"{killed}: timeout after {limits[killed]:.0f} s")
         elif returncode in (0, EXIT_CONTEXT_LOST):
-            if len(after) == len(done):
+            if _progress(after) == _progress(done):
                 raise NcuflowError(f"the measuring worker made no progress:\n{tail}")
         elif crashed:
             # the configuration it was running took the process down: record it and go on
+            # (in a later round of timing: a launch error, its earlier rounds' times kept)
             culprit = crashed[-1]
             record = Record.crashed(returncode, tail, fingerprints[culprit])
+            if culprit in after:
+                record = after[culprit].updated(status=record.status, error=record.error)
             journal.finished(journal_path, culprit, record)
         else:
             raise NcuflowError(f"the measuring worker failed before any kernel ran:\n{tail}")
@@ -107,6 +111,11 @@ def measure_stage(
         atomic_write(job.measure_path, records_json(records))
     journal_path.unlink()
     worklist.unlink()
+
+
+def _progress(records: dict[str, Record]) -> tuple[int, int]:
+    """What a worker has done: records, and rounds of timing in them."""
+    return len(records), sum(r.rounds_timed for r in records.values())
 
 
 def measure_plan(

@@ -12,9 +12,11 @@ Pure Python and NumPy: no CuPy here, the caller passes a ``run_batch`` that laun
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -108,6 +110,24 @@ def timing_stats(times_ms: Sequence[float]) -> dict[str, float]:
         "time_cv": cv,
         "time_ci95_pct": ci95_pct(t),
     }
+
+
+def with_round(
+    earlier: Sequence[float], earlier_rounds: Sequence[int] | None, times_ms: Sequence[float]
+) -> dict[str, Any]:
+    """A record's timing fields with one more round (``times_ms``) after the ``earlier``
+    times (their rounds' repeats, in turn; None: one round of them all): every time kept,
+    each round's median, the time the median of those (a round cannot outvote the others
+    by its count of repeats), the spread, CV and interval of all the times pooled."""
+    sizes = [*(earlier_rounds or [len(earlier)]), len(times_ms)]
+    every = [*earlier, *times_ms]
+    bounds = np.cumsum([0, *sizes])
+    medians = [float(np.median(every[a:b])) for a, b in itertools.pairwise(bounds)]
+    time_ms = float(np.median(medians))
+    spread = 100.0 * (max(medians) - min(medians)) / time_ms if time_ms > 0 else 0.0
+    return {**timing_stats(every), "time_ms": time_ms, "times_ms": every, "repeats": len(every),
+            "round_medians_ms": medians, "round_repeats": sizes, "rounds": len(sizes),
+            "time_round_spread_pct": spread}  # fmt: skip
 
 
 def bimodal_clusters(

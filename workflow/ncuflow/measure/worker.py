@@ -17,8 +17,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..gpu import cuda_errors, cupy, measured_on
-from ..plan import ConfigRow, Plan, Record, Timing
+from ..gpu import cuda_errors, cupy, gpu_properties, measured_on
+from ..nvml import ClockWatch
+from ..plan import ConfigRow, Plan, Record, Timing, unfinished
 from ..runlog import add_time
 from ..spec import Family, Variant, load_variant
 from ..vocab import COMPILE_ERROR, LAUNCH_ERROR, OK, SKIPPED, WRONG_RESULT, target_id
@@ -27,7 +28,7 @@ from .build import LaunchRefused, timed_build
 from .clock import Gate, l2_flush, time_config
 from .journal import EXIT_CONTEXT_LOST
 from .problem import Problem, Work, by_problem, fresh_seed, inputs_seed
-from .timing import TimingPolicy
+from .timing import TimingPolicy, with_round
 
 _TMP_SOURCE = re.compile(r"\S*/tmp[^\s:]*\.cu")
 
@@ -71,6 +72,7 @@ def measure_config(
     gate: Gate | None = None,
     phases: dict[str, float] | None = None,
     notes: set[str] | None = None,
+    watch: ClockWatch | None = None,
 ) -> Record:
     """Compile, check (poisoned outputs against the reference), then time one configuration;
     the seconds each took go into ``phases`` (build: loading the compile stage's cubin and
@@ -101,7 +103,8 @@ def measure_config(
         record = record.updated(status=WRONG_RESULT, error=outcome.message)
     try:
         with add_time(phases, "timing"):
-            timed = time_config(launcher, TimingPolicy.from_timing(timing), flush, gate)
+            timed = time_config(launcher, TimingPolicy.from_timing(timing), flush, gate,
+                                watch=watch)  # fmt: skip
     except run_errors as exc:
         return record.updated(status=LAUNCH_ERROR, error=f"timed launch failed: {exc}")
     return record.updated(**timed)
@@ -112,25 +115,57 @@ def missing_modules(variant: Variant) -> list[str]:
     return [m for m in variant.requires if importlib.util.find_spec(m) is None]
 
 
+def retime(work: Work, problem: Problem, record: Record, flush: Callable[[], None] | None,
+           gate: Gate | None, watch: ClockWatch | None) -> Record:  # fmt: skip
+    """One more round of timing of a configuration timed before (timing.rounds): built
+    again (the cubin loaded anew; not checked again), timed as the first round was, and the
+    round added to its record; a launch that fails now makes it a launch error, its earlier
+    rounds kept."""
+    build_errors, run_errors = _errors(work.variant)
+    round_number = record.rounds_timed + 1
+    try:
+        launcher = timed_build(work.family, work.variant, work.row, problem, {}, set())
+        timed = time_config(launcher, TimingPolicy.from_timing(work.plan.timing), flush, gate,
+                            watch=watch)  # fmt: skip
+    except (LaunchRefused, *build_errors, *run_errors) as exc:
+        return record.updated(status=LAUNCH_ERROR, error=f"round {round_number} failed: {exc}")
+    merged = {**timed, **with_round(record.times_ms or [], record.round_repeats,
+                                    timed["times_ms"])}  # fmt: skip
+    # what any round said stays said: its note, that it was unstable, that it throttled
+    merged["time_note"] = "; ".join(dict.fromkeys(filter(None, [record.time_note,
+                                                                timed["time_note"]])))  # fmt: skip
+    merged["time_unstable"] = bool(record.time_unstable or timed["time_unstable"])
+    if "time_throttled" in timed:
+        merged["time_throttled"] = bool(record.time_throttled or timed["time_throttled"])
+    return record.updated(**merged)
+
+
 def measure_worker(worklist: Path, journal_path: Path) -> int:
     """Measure every pending configuration of the work list's plans that has no record in
-    the journal yet; append records, each under its target id. Configurations of one
-    problem (Work.problem_key) go together, whatever their variant: inputs and the
-    reference once per problem."""
+    the journal yet, and time once more each whose record has fewer rounds than its timing
+    asks; append each record, under its target id, as it is made. One round per process:
+    the stage starts a fresh worker for the next (measure.stage), so each round has its own
+    process, context and allocations, and every configuration of the job is timed in a
+    round before any in the next (rounds interleave). Configurations of one problem
+    (Work.problem_key) go together, whatever their variant: inputs and the reference once
+    per problem."""
     done, _ = journal.read(journal_path)
     fresh, works = fresh_seed(), []
     for entry in json.loads(worklist.read_text()):
         plan = Plan.load(Path(entry["plan"]))
         family, variant = load_variant(Path(plan.kernels_dir), plan.family, plan.variant)
+        member, rounds = entry["member"], plan.timing.round_count
         todo = [row for row in plan.pending
-                if target_id(entry["member"], row.config_id) not in done]  # fmt: skip
+                if unfinished(done.get(target_id(member, row.config_id)), rounds)]  # fmt: skip
         if todo and not _skipped_for_modules(plan, variant, todo, entry["member"], journal_path):
             seed = inputs_seed(plan, fresh)
             works += [Work(plan, family, variant, entry["member"], row, seed) for row in todo]
     first_gpu = next((w for w in works if w.variant.runs_on == "gpu"), None)
     timers: tuple[Callable[[], None] | None, Gate | None] = (None, None)  # L2 flush, gate
+    watch = None  # the SM clock and throttling while each GPU configuration is timed
     if first_gpu is not None:
         timers = (l2_flush() if first_gpu.plan.timing.flush_l2 else None), Gate()
+        watch = ClockWatch(gpu_properties()["sm_clock_max_mhz"])
     devices = {on: measured_on(on) for on in {w.variant.runs_on for w in works}}
     for group in by_problem(works):
         drawn: dict[str, float] = {}
@@ -142,10 +177,13 @@ def measure_worker(worklist: Path, journal_path: Path) -> int:
             target = target_id(work.member, work.row.config_id)
             journal.started(journal_path, target)
             phases, drawn, notes = dict(drawn), {}, set()  # a problem's first carries its inputs
-            record = measure_config(work.family, variant, work.row, problem,
-                                    plan.timing, flush, gate, phases, notes)  # fmt: skip
-            record = record.updated(seed=work.seed, fingerprint=plan.fingerprint(work.row),
-                                    device=devices[variant.runs_on])  # fmt: skip
+            if target in done:  # timed in an earlier round (process): one round more
+                record = retime(work, problem, done[target], flush, gate, watch)
+            else:
+                record = measure_config(work.family, variant, work.row, problem, plan.timing,
+                                        flush, gate, phases, notes, watch)  # fmt: skip
+                record = record.updated(seed=work.seed, fingerprint=plan.fingerprint(work.row),
+                                        device=devices[variant.runs_on])  # fmt: skip
             journal.finished(journal_path, target, record, phases, notes)
             if record.status == LAUNCH_ERROR and not context_alive():
                 return EXIT_CONTEXT_LOST

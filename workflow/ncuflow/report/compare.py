@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 
 from ..files import read_json
-from ..vocab import AMBIGUOUS, DEVICE, FASTER, MIN_EFFECT, OK, SAME, SLOWER
+from ..vocab import AMBIGUOUS, DEVICE, FASTER, HOST, MIN_EFFECT, OK, SAME, SLOWER, VERDICTS
 from .gate import broken, causes, summary
+from .hosts import differences, explained, host_factor
 from .results import load, repeats
 
 KEY = ["experiment", "variant", "config_id"]
@@ -44,22 +45,26 @@ LESS, MORE = "LESS", "MORE"
 TRAFFIC = ["dram_bytes", "l2_bytes", "l1_bytes"]
 MIN_TRAFFIC_EFFECT = 0.05
 # compare.png's marker per time verdict (hollow: the repeats cannot tell)
-VERDICT_COLORS = {FASTER: "#009E73", SLOWER: "#D55E00", SAME: "#999999", AMBIGUOUS: None}
+VERDICT_COLORS = {FASTER: "#009E73", SLOWER: "#D55E00", SAME: "#999999", HOST: "#56B4E9",
+                  AMBIGUOUS: None}  # fmt: skip
 
 
 def verdict(times_a: list[float], times_b: list[float], seed: int = 0,
-            least_effect: float = MIN_EFFECT) -> tuple[str, float, float]:  # fmt: skip
+            least_effect: float = MIN_EFFECT, rounds_a: list[int] | None = None,
+            rounds_b: list[int] | None = None) -> tuple[str, float, float]:  # fmt: skip
     """(verdict, low, high): FASTER where B is faster than A by more than ``least_effect``
     with 95 % confidence (the whole interval of median A / median B above 1 +
     least_effect), SLOWER where slower by as much, SAME where the interval lies within
-    least_effect of 1, AMBIGUOUS otherwise (too few repeats, or too much noise, to tell)."""
+    least_effect of 1, AMBIGUOUS otherwise (too few repeats, or too much noise, to tell).
+    ``rounds_a``, ``rounds_b``: each side's repeats per round of timing (timing.rounds),
+    where it has several: the rounds are resampled too, so the interval covers how the
+    rounds differ, not only the repeats within them."""
     a, b = np.asarray(times_a, dtype=float), np.asarray(times_b, dtype=float)
     if len(a) < 3 or len(b) < 3:
         return AMBIGUOUS, float("nan"), float("nan")
     rng = np.random.default_rng(seed)
-    median_a = np.median(rng.choice(a, (RESAMPLES, len(a))), axis=1)
-    median_b = np.median(rng.choice(b, (RESAMPLES, len(b))), axis=1)
-    low, high = np.quantile(median_a / median_b, [0.025, 0.975])
+    ratio = _resampled_medians(a, rounds_a, rng) / _resampled_medians(b, rounds_b, rng)
+    low, high = np.quantile(ratio, [0.025, 0.975])
     up, down = 1.0 + least_effect, 1.0 / (1.0 + least_effect)
     if low > up:
         return FASTER, float(low), float(high)
@@ -68,6 +73,34 @@ def verdict(times_a: list[float], times_b: list[float], seed: int = 0,
     if low >= down and high <= up:
         return SAME, float(low), float(high)
     return AMBIGUOUS, float(low), float(high)
+
+
+def least_effect_of(threshold: float, *sides: tuple[list[float], list[int] | None]) -> float:
+    """The least change a configuration's verdict takes as real: ``threshold``, or the
+    spread of either side's round medians (max - min over their median) where that is
+    larger: a change within what a side's own rounds (each its own process) differ by
+    cannot be told from the runs' noise (docs/methods.md, "Comparing two runs")."""
+    spreads = [0.0]
+    for times, rounds in sides:
+        if rounds and len(rounds) > 1 and sum(rounds) == len(times):
+            medians = [float(np.median(p)) for p in np.split(np.asarray(times, dtype=float),
+                                                             np.cumsum(rounds)[:-1])]  # fmt: skip
+            middle = float(np.median(medians))
+            spreads.append((max(medians) - min(medians)) / middle if middle > 0 else 0.0)
+    return max(threshold, *spreads)
+
+
+def _resampled_medians(times: np.ndarray, rounds: list[int] | None, rng: Any) -> np.ndarray:
+    """RESAMPLES bootstrap medians of a side's time: of its repeats; with several rounds,
+    the median of round medians (as the record's time_ms), each resample drawing the
+    rounds with replacement and each drawn round's repeats with replacement."""
+    if not rounds or len(rounds) < 2 or sum(rounds) != len(times):
+        return np.median(rng.choice(times, (RESAMPLES, len(times))), axis=1)
+    parts = np.split(times, np.cumsum(rounds)[:-1])
+    # each round's bootstrap medians (rounds x RESAMPLES), then rounds drawn per resample
+    medians = np.stack([np.median(rng.choice(p, (RESAMPLES, len(p))), axis=1) for p in parts])
+    drawn = rng.integers(0, len(parts), (RESAMPLES, len(parts)))
+    return np.median(medians[drawn, np.arange(RESAMPLES)[:, None]], axis=1)
 
 
 def traffic_verdict(bytes_a: float, bytes_b: float) -> str:
@@ -114,8 +147,13 @@ def compare(a: Path, b: Path,
     rows["time_ms_a"], rows["time_ms_b"] = both["time_ms_a"], both["time_ms_b"]
     rows["speedup"] = both["time_ms_a"] / both["time_ms_b"]
     timed_a, timed_b = repeats(a), repeats(b)
-    judged = [verdict(timed_a.get(key, []), timed_b.get(key, []), least_effect=least_effect)
-              for key in map(tuple, both[KEY].to_numpy())]  # fmt: skip
+    judged, leasts, none = [], [], ([], None)
+    for key in map(tuple, both[KEY].to_numpy()):
+        (times_a, rounds_a), (times_b, rounds_b) = timed_a.get(key, none), timed_b.get(key, none)
+        leasts.append(least_effect_of(least_effect, (times_a, rounds_a), (times_b, rounds_b)))
+        judged.append(verdict(times_a, times_b, least_effect=leasts[-1], rounds_a=rounds_a,
+                              rounds_b=rounds_b))  # fmt: skip
+    rows["least_effect"] = leasts
     rows["verdict"] = [v for v, _, _ in judged]
     rows["speedup_low"] = [low for _, low, _ in judged]
     rows["speedup_high"] = [high for _, _, high in judged]
@@ -139,15 +177,35 @@ def compare(a: Path, b: Path,
     rows["moved_most_ratio"] = [ratios.at[i, m] if isinstance(m, str) else np.nan for i, m in pairs]
     for m in metrics:
         rows[f"{m}_ratio"] = ratios[m]
-    if "bound_a" in both:
-        rows["bound_a"], rows["bound_b"] = both["bound_a"], both["bound_b"]
+    for column in ("bound", "bound_level", "sm_clock_mhz_timing"):
+        for side in "ab":
+            if f"{column}_{side}" in both:
+                rows[f"{column}_{side}"] = both[f"{column}_{side}"]
     rows["runs_on"] = both.get("runs_on_a", "gpu")
+    facts_a, facts_b = _facts(a), _facts(b)
+    rows["host_factor"] = host_factor(rows, facts_a, facts_b)
+    rows["verdict"] = explained(list(rows["verdict"]), list(rows["speedup_low"]),
+                                list(rows["speedup_high"]), rows["host_factor"].to_numpy(),
+                                least_effect)  # fmt: skip
     keys_a, keys_b = (set(map(tuple, t[KEY].to_numpy())) for t in (left, right))
     only: dict[str, Any] = {"a": sorted(keys_a - keys_b), "b": sorted(keys_b - keys_a)}
     ok_a = set(map(tuple, left.loc[left["status"] == OK, KEY].to_numpy()))
     only["missing"], only["broken"] = sorted(ok_a - keys_b), broken(left, right, KEY)
     only["method_a"], only["method_b"] = timing_method(left), timing_method(right)
+    only["hosts"] = differences(facts_a, facts_b, rows)
     return rows.reset_index(drop=True), only
+
+
+def _facts(folder: Path) -> dict[str, Any]:
+    """A side's device facts (device.json), or none."""
+    return read_json(folder / DEVICE) if (folder / DEVICE).is_file() else {}
+
+
+def hosts_lines(only: dict[str, Any]) -> list[str]:
+    """What the two sides' hosts differ in, for compare.md and gate.md."""
+    if not only["hosts"]:
+        return ["The two devices report the same facts (device.json)."]
+    return ["The hosts differ:", "", *only["hosts"]]
 
 
 def geomean(values: pd.Series) -> float:
@@ -162,7 +220,10 @@ def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str,
              "time on B (above 1: B is faster).", "",
              "Verdict from each configuration's timed repeats: the 95 % bootstrap interval "
              f"of the speedup against a least change of {least_effect:.0%} (FASTER, SLOWER, "
-             "SAME, or AMBIGUOUS where the repeats cannot tell).", "",
+             "SAME, or AMBIGUOUS where the repeats cannot tell); HOST where a change is "
+             "what the two hosts' SM clocks (compute- and latency-bound configurations) or "
+             "measured ceilings (memory-bound ones) make of it.", "",
+             *hosts_lines(only), "",
              "| experiment | variant | configurations | geometric-mean speedup | min | max | "
              "verdicts | metric that moved most (median ratio B/A) |",
              "|---|---|---:|---:|---:|---:|---|---|"]  # fmt: skip
@@ -175,7 +236,7 @@ def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str,
             else np.nan
         )
         verdicts = group["verdict"].value_counts()
-        told = ", ".join(f"{verdicts[v]} {v}" for v in (FASTER, SLOWER, SAME, AMBIGUOUS)
+        told = ", ".join(f"{verdicts[v]} {v}" for v in VERDICTS
                          if v in verdicts)  # fmt: skip
         cells = [experiment, variant, str(len(group)), f"{geomean(group['speedup']):.3f}",
                  f"{group['speedup'].min():.3f}", f"{group['speedup'].max():.3f}", told,
@@ -289,7 +350,7 @@ def run(a: Path, b: Path, out: Path, least_effect: float = MIN_EFFECT,
     name_a, name_b = label(a), label(b)
     rows.to_csv(out / "compare.csv", index=False, float_format="%.6g")
     (out / "compare.md").write_text(markdown(rows, only, name_a, name_b, least_effect))
-    caveats = _caveats(rows, only, name_a, name_b)
+    caveats = [*_caveats(rows, only, name_a, name_b), "", *hosts_lines(only)]
     (out / "gate.md").write_text(summary(rows, only, (name_a, name_b), list(fail_on),
                                          least_effect, caveats))  # fmt: skip
     paths = [out / "compare.csv", out / "compare.md", out / "gate.md",

@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any
 from ..vocab import (
     AMBIGUOUS,
     COMPILE_ERROR,
-    FASTER,
     LAUNCH_ERROR,
     OK,
-    SAME,
     SLOWER,
     TIMEOUT,
+    VERDICTS,
     WRONG_RESULT,
 )
 
@@ -66,9 +65,9 @@ def summary(rows: pd.DataFrame, only: dict[str, Any], names: tuple[str, str],
              f"B = {names[1]} against A = {names[0]}: {len(rows)} configurations measured ok "
              f"on both; a change under {least_effect:.0%} is no change"
              + (f"; the gate fails on {', '.join(fail_on)}." if fail_on else "."), "",
-             "| FASTER | SLOWER | SAME | AMBIGUOUS | broken in B | only in A |",
-             "|---:|---:|---:|---:|---:|---:|",
-             "| " + " | ".join(str(counts.get(v, 0)) for v in (FASTER, SLOWER, SAME, AMBIGUOUS))
+             "| FASTER | SLOWER | SAME | HOST | AMBIGUOUS | broken in B | only in A |",
+             "|---:|---:|---:|---:|---:|---:|---:|",
+             "| " + " | ".join(str(counts.get(v, 0)) for v in VERDICTS)
              + f" | {len(only['broken'])} | {len(only['missing'])} |"]  # fmt: skip
     slower = rows[rows["verdict"] == SLOWER].sort_values("speedup")
     if len(slower):

@@ -45,10 +45,13 @@ def _variant_files(folder: Path | str, name: str) -> Iterator[tuple[str, str, Pa
             yield experiment, path.relative_to(where).parts[0], path
 
 
-def repeats(folder: Path | str) -> dict[tuple[str, str, str], list[float]]:
+def repeats(
+    folder: Path | str,
+) -> dict[tuple[str, str, str], tuple[list[float], list[int] | None]]:
     """Every timed repeat (milliseconds) of a results folder or a capture, by (experiment,
-    variant, config_id): what its measure.json files recorded."""
-    return {(experiment, variant, config): list(record.times_ms)
+    variant, config_id), and the repeats of each round of timing where there were several
+    (else None): what its measure.json files recorded."""
+    return {(experiment, variant, config): (list(record.times_ms), record.round_repeats)
             for experiment, variant, path in _variant_files(folder, MEASURE)
             for config, record in read_records(path).items() if record.times_ms}  # fmt: skip
 
