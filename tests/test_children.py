@@ -143,7 +143,6 @@ def test_a_second_signal_does_not_cut_the_first_ones_clean_up_short() -> None:
     assert "Traceback" not in done.stderr
 
 
-
 POOL = """
 import os
 from concurrent.futures import ProcessPoolExecutor
