@@ -1,4 +1,4 @@
-"""Benchmark (GPU): does ncuflow compare catch a slow-down of 2, 3, 5 or 10 %?
+"""Benchmark (GPU): does ncuflow compare catch a slow-down of 1, 2, 3, 5 or 10 %?
 
 benchmarks/detection.yaml times kernels/axpy/extra_work.cu without extra work and with
 EXTRA_PCT % more DRAM reads, at five sizes and four launch shapes, in three rounds of

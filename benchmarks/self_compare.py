@@ -31,8 +31,9 @@ def one_run(study: Path, out: Path) -> None:
     """One side: the study measured, its records by variant and configuration into ``out``."""
     with tempfile.TemporaryDirectory(prefix="ncuflow-self-") as folder:
         measured = measure_study(study, Path(folder), lambda line: None)
-    out.write_text(json.dumps({f"{w.variant.name}/{w.row.config_id}": r.to_json()
-                               for w, r in measured}))  # fmt: skip
+    keyed = {f"{w.plan.experiment}/{w.variant.name}/{w.row.config_id}": r.to_json()
+             for w, r in measured}  # fmt: skip
+    out.write_text(json.dumps(keyed))
 
 
 def main() -> None:

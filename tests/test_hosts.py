@@ -31,10 +31,12 @@ def test_what_the_hosts_make_of_a_speedup_follows_each_configurations_bound() ->
 def test_a_change_the_hosts_explain_reads_host() -> None:
     factor = np.array([0.9, 0.9, 1.05, np.nan])
     told = explained(["SLOWER", "SLOWER", "FASTER", "FASTER"], [0.89, 0.80, 1.04, 1.04],
-                     [0.91, 0.82, 1.06, 1.06], factor, 0.02)  # fmt: skip
+                     [0.91, 0.82, 1.06, 1.06], factor, [0.02] * 4)  # fmt: skip
     # 10 % slower at a 10 % lower clock: the host's; 20 % slower at it: still SLOWER
     assert told == ["HOST", "SLOWER", "HOST", "FASTER"]
-    assert explained(["SAME"], [0.99], [1.01], np.array([0.9]), 0.02) == ["SAME"]
+    assert explained(["SAME"], [0.99], [1.01], np.array([0.9]), [0.02]) == ["SAME"]
+    # a row whose rounds spread by 5 %: a change the clock explains within that reads HOST
+    assert explained(["SLOWER"], [0.86], [0.90], np.array([0.9]), [0.05]) == ["HOST"]
 
 
 def test_the_differences_of_two_hosts_are_named() -> None:

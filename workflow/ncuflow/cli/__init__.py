@@ -146,6 +146,9 @@ def _ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 def _compare(args: argparse.Namespace, log: Callable[[str], None]) -> int:
     from ..report.compare import run
 
+    if not 0 < args.threshold < 100:
+        raise NcuflowError(f"compare --threshold: {args.threshold:g} is not a percentage "
+                           "between 0 and 100 (the least change in time called one)")  # fmt: skip
     paths, failing = run(args.a, args.b, args.out, args.threshold / 100, tuple(args.fail_on))
     for path in paths:
         log(f"wrote {path}")

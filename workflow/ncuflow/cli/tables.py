@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -65,8 +66,11 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         draw_each = functools.partial(draw_one, table, args.kernels_dir, device, args.out_dir,
                                       joined=not args.separate_sizes)  # fmt: skip
         if args.processes > 1:
-            with ProcessPoolExecutor(min(args.processes, len(FIGURES)), initializer=pool_worker,
-                                     initargs=(os.getpid(),)) as pool:  # fmt: skip
+            # forked: a worker's parent is this stage, whose death pool_worker watches
+            workers = min(args.processes, len(FIGURES))
+            context, stage = multiprocessing.get_context("fork"), os.getpid()
+            with ProcessPoolExecutor(workers, mp_context=context, initializer=pool_worker,
+                                     initargs=(stage,)) as pool:  # fmt: skip
                 drawn = list(pool.map(draw_each, FIGURES))
         else:
             drawn = [draw_each(name) for name in FIGURES]

@@ -86,12 +86,14 @@ def measure_stage(
     while any(unfinished(done.get(t), rounds[t]) for t in pending):
         returncode, tail, killed = watch(command, journal_path, limits)
         after, crashed = journal.read(journal_path)
-        if killed:  # a later round's hang ends its earlier rounds' record too
+        if killed:  # in a later round: a timeout, its earlier rounds' times kept
             record = Record.timed_out(limits[killed], fingerprints[killed])
+            if killed in after:
+                record = after[killed].updated(status=record.status, error=record.error)
             journal.finished(journal_path, killed, record)
             log(f"{killed}: timeout after {limits[killed]:.0f} s")
         elif returncode in (0, EXIT_CONTEXT_LOST):
-            if _progress(after) == _progress(done):
+            if after == done:  # no record new or changed (a round added, a status)
                 raise NcuflowError(f"the measuring worker made no progress:\n{tail}")
         elif crashed:
             # the configuration it was running took the process down: record it and go on
@@ -111,11 +113,6 @@ def measure_stage(
         atomic_write(job.measure_path, records_json(records))
     journal_path.unlink()
     worklist.unlink()
-
-
-def _progress(records: dict[str, Record]) -> tuple[int, int]:
-    """What a worker has done: records, and rounds of timing in them."""
-    return len(records), sum(r.rounds_timed for r in records.values())
 
 
 def measure_plan(

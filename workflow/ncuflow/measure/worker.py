@@ -125,6 +125,9 @@ def retime(work: Work, problem: Problem, record: Record, flush: Callable[[], Non
     round_number = record.rounds_timed + 1
     try:
         launcher = timed_build(work.family, work.variant, work.row, problem, {}, set())
+        launcher.reset()  # one untimed launch: the module's load, a library's set-up
+        launcher.launch()
+        _synchronize(work.variant)
         timed = time_config(launcher, TimingPolicy.from_timing(work.plan.timing), flush, gate,
                             watch=watch)  # fmt: skip
     except (LaunchRefused, *build_errors, *run_errors) as exc:
@@ -159,7 +162,10 @@ def measure_worker(worklist: Path, journal_path: Path) -> int:
                 if unfinished(done.get(target_id(member, row.config_id)), rounds)]  # fmt: skip
         if todo and not _skipped_for_modules(plan, variant, todo, entry["member"], journal_path):
             seed = inputs_seed(plan, fresh)
-            works += [Work(plan, family, variant, entry["member"], row, seed) for row in todo]
+            for row in todo:  # a later round times on the inputs of the first (its seed)
+                earlier = done.get(target_id(member, row.config_id))
+                first = earlier.seed if earlier is not None and earlier.seed is not None else seed
+                works.append(Work(plan, family, variant, member, row, first))
     first_gpu = next((w for w in works if w.variant.runs_on == "gpu"), None)
     timers: tuple[Callable[[], None] | None, Gate | None] = (None, None)  # L2 flush, gate
     watch = None  # the SM clock and throttling while each GPU configuration is timed
@@ -169,8 +175,11 @@ def measure_worker(worklist: Path, journal_path: Path) -> int:
     devices = {on: measured_on(on) for on in {w.variant.runs_on for w in works}}
     for group in by_problem(works):
         drawn: dict[str, float] = {}
-        with add_time(drawn, "inputs"):  # the inputs and the reference, once per problem
-            problem = group[0].problem()
+        # the inputs and the reference, once per problem (no reference where every
+        # configuration of it is only timed again)
+        checked = any(target_id(w.member, w.row.config_id) not in done for w in group)
+        with add_time(drawn, "inputs"):
+            problem = group[0].problem(checked)
         for work in group:
             plan, variant = work.plan, work.variant
             flush, gate = timers if variant.runs_on == "gpu" else (None, None)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..files import read_json
-from ..vocab import AMBIGUOUS, DEVICE, FASTER, HOST, MIN_EFFECT, OK, SAME, SLOWER, VERDICTS
+from ..vocab import AMBIGUOUS, DEVICE, FASTER, HOST, MIN_EFFECT, OK, SAME, SKIPPED, SLOWER, VERDICTS
 from .gate import broken, causes, summary
 from .hosts import differences, explained, host_factor
 from .results import load, repeats
@@ -186,11 +186,14 @@ def compare(a: Path, b: Path,
     rows["host_factor"] = host_factor(rows, facts_a, facts_b)
     rows["verdict"] = explained(list(rows["verdict"]), list(rows["speedup_low"]),
                                 list(rows["speedup_high"]), rows["host_factor"].to_numpy(),
-                                least_effect)  # fmt: skip
+                                list(rows["least_effect"]))  # fmt: skip
     keys_a, keys_b = (set(map(tuple, t[KEY].to_numpy())) for t in (left, right))
     only: dict[str, Any] = {"a": sorted(keys_a - keys_b), "b": sorted(keys_b - keys_a)}
     ok_a = set(map(tuple, left.loc[left["status"] == OK, KEY].to_numpy()))
-    only["missing"], only["broken"] = sorted(ok_a - keys_b), broken(left, right, KEY)
+    # B never measured it: not in its tables, or skipped there (a restriction, a module)
+    skipped_b = set(map(tuple, right.loc[right["status"] == SKIPPED, KEY].to_numpy()))
+    only["missing"] = sorted(ok_a & ((keys_a - keys_b) | skipped_b))
+    only["broken"] = broken(left, right, KEY)
     only["method_a"], only["method_b"] = timing_method(left), timing_method(right)
     only["hosts"] = differences(facts_a, facts_b, rows)
     return rows.reset_index(drop=True), only
@@ -353,6 +356,7 @@ def run(a: Path, b: Path, out: Path, least_effect: float = MIN_EFFECT,
     caveats = [*_caveats(rows, only, name_a, name_b), "", *hosts_lines(only)]
     (out / "gate.md").write_text(summary(rows, only, (name_a, name_b), list(fail_on),
                                          least_effect, caveats))  # fmt: skip
-    paths = [out / "compare.csv", out / "compare.md", out / "gate.md",
-             *figure(rows, name_a, name_b, out / "compare")]  # fmt: skip
+    paths = [out / "compare.csv", out / "compare.md", out / "gate.md"]
+    if len(rows):  # nothing measured ok on both sides (B broke everywhere): no figure to draw
+        paths += figure(rows, name_a, name_b, out / "compare")
     return paths, causes(rows, only, list(fail_on))

@@ -90,12 +90,12 @@ def host_factor(rows: pd.DataFrame, facts_a: dict[str, Any], facts_b: dict[str, 
 
 
 def explained(verdicts: list[str], low: list[float], high: list[float], factor: np.ndarray,
-              least_effect: float) -> list[str]:  # fmt: skip
+              least: list[float]) -> list[str]:  # fmt: skip
     """The verdicts with HOST where a FASTER or SLOWER one's interval, divided by what the
-    hosts make of it, lies within the least effect of 1."""
-    up, down = 1.0 + least_effect, 1.0 / (1.0 + least_effect)
+    hosts make of it, lies within its row's least effect (``least``) of 1."""
     out = []
-    for told, lo, hi, f in zip(verdicts, low, high, factor, strict=True):
+    for told, lo, hi, f, effect in zip(verdicts, low, high, factor, least, strict=True):
+        up, down = 1.0 + effect, 1.0 / (1.0 + effect)
         normalised = told in (FASTER, SLOWER) and np.isfinite(f) and f > 0
         out.append(HOST if normalised and lo / f >= down and hi / f <= up else told)
     return out
