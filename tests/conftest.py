@@ -358,7 +358,7 @@ import json, os, sys, time
 from pathlib import Path
 sys.path.insert(0, {workflow!r})
 from ncuflow.measure import journal
-from ncuflow.plan import Plan, Record
+from ncuflow.plan import Plan, Record, unfinished
 from ncuflow.vocab import target_id
 path = Path(sys.argv[2])
 done, _ = journal.read(path)
@@ -366,15 +366,19 @@ for entry in json.loads(Path(sys.argv[1]).read_text()):
     plan = Plan.load(Path(entry["plan"]))
     for row in plan.pending:
         target = target_id(entry["member"], row.config_id)
-        if target in done:
+        earlier = done.get(target)
+        if not unfinished(earlier, plan.timing.round_count):
             continue
         journal.started(path, target)
         if row.config_id == os.environ.get("CRASH_ON"):
             os.abort()
-        if row.config_id == os.environ.get("HANG_ON"):
+        if row.config_id == os.environ.get("HANG_ON") or (
+                earlier is not None and os.environ.get("LATER_ROUND") == "hang"):
             time.sleep(3600)
         time.sleep({seconds})
         record = Record("ok", rel_error=0.0, time_ms=1.0, fingerprint=plan.fingerprint(row))
+        if earlier is not None:  # a later round of timing.rounds: it fails (LATER_ROUND)
+            record = earlier.updated(status="launch_error", error="round 2 failed: boom")
         journal.finished(path, target, record)
 """
 

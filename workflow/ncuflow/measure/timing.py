@@ -12,7 +12,6 @@ Pure Python and NumPy: no CuPy here, the caller passes a ``run_batch`` that laun
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -112,6 +111,22 @@ def timing_stats(times_ms: Sequence[float]) -> dict[str, float]:
     }
 
 
+def split_rounds(
+    times_ms: Sequence[float], rounds: Sequence[int] | None
+) -> list[np.ndarray] | None:
+    """A record's times split by round of timing (``rounds``: each round's repeats, in
+    turn), or None where it holds one round (or counts that do not add up)."""
+    if not rounds or len(rounds) < 2 or sum(rounds) != len(times_ms):
+        return None
+    return np.split(np.asarray(times_ms, dtype=np.float64), np.cumsum(rounds)[:-1])
+
+
+def round_spread(medians: Sequence[float]) -> float:
+    """How far the rounds' medians lie apart: (max - min) over their median (0 to 1)."""
+    middle = float(np.median(medians))
+    return (max(medians) - min(medians)) / middle if middle > 0 else 0.0
+
+
 def with_round(
     earlier: Sequence[float], earlier_rounds: Sequence[int] | None, times_ms: Sequence[float]
 ) -> dict[str, Any]:
@@ -121,13 +136,11 @@ def with_round(
     by its count of repeats), the spread, CV and interval of all the times pooled."""
     sizes = [*(earlier_rounds or [len(earlier)]), len(times_ms)]
     every = [*earlier, *times_ms]
-    bounds = np.cumsum([0, *sizes])
-    medians = [float(np.median(every[a:b])) for a, b in itertools.pairwise(bounds)]
-    time_ms = float(np.median(medians))
-    spread = 100.0 * (max(medians) - min(medians)) / time_ms if time_ms > 0 else 0.0
-    return {**timing_stats(every), "time_ms": time_ms, "times_ms": every, "repeats": len(every),
-            "round_medians_ms": medians, "round_repeats": sizes, "rounds": len(sizes),
-            "time_round_spread_pct": spread}  # fmt: skip
+    medians = [float(np.median(part)) for part in split_rounds(every, sizes) or []]
+    spread_pct = 100.0 * round_spread(medians)
+    return {**timing_stats(every), "time_ms": float(np.median(medians)), "times_ms": every,
+            "repeats": len(every), "round_medians_ms": medians, "round_repeats": sizes,
+            "rounds": len(sizes), "time_round_spread_pct": spread_pct}  # fmt: skip
 
 
 def bimodal_clusters(

@@ -18,8 +18,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FormatStrFormatter
 
 from ..files import read_json
+from ..measure.timing import round_spread, split_rounds
 from ..vocab import AMBIGUOUS, DEVICE, FASTER, HOST, MIN_EFFECT, OK, SAME, SKIPPED, SLOWER, VERDICTS
 from .gate import broken, causes, summary
 from .hosts import differences, explained, host_factor
@@ -82,11 +84,9 @@ def least_effect_of(threshold: float, *sides: tuple[list[float], list[int] | Non
     cannot be told from the runs' noise (docs/methods.md, "Comparing two runs")."""
     spreads = [0.0]
     for times, rounds in sides:
-        if rounds and len(rounds) > 1 and sum(rounds) == len(times):
-            medians = [float(np.median(p)) for p in np.split(np.asarray(times, dtype=float),
-                                                             np.cumsum(rounds)[:-1])]  # fmt: skip
-            middle = float(np.median(medians))
-            spreads.append((max(medians) - min(medians)) / middle if middle > 0 else 0.0)
+        parts = split_rounds(times, rounds)
+        if parts is not None:
+            spreads.append(round_spread([float(np.median(part)) for part in parts]))
     return max(threshold, *spreads)
 
 
@@ -94,9 +94,9 @@ def _resampled_medians(times: np.ndarray, rounds: list[int] | None, rng: Any) ->
     """RESAMPLES bootstrap medians of a side's time: of its repeats; with several rounds,
     the median of round medians (as the record's time_ms), each resample drawing the
     rounds with replacement and each drawn round's repeats with replacement."""
-    if not rounds or len(rounds) < 2 or sum(rounds) != len(times):
+    parts = split_rounds(times, rounds)
+    if parts is None:
         return np.median(rng.choice(times, (RESAMPLES, len(times))), axis=1)
-    parts = np.split(times, np.cumsum(rounds)[:-1])
     # each round's bootstrap medians (rounds x RESAMPLES), then rounds drawn per resample
     medians = np.stack([np.median(rng.choice(p, (RESAMPLES, len(p))), axis=1) for p in parts])
     drawn = rng.integers(0, len(parts), (RESAMPLES, len(parts)))
@@ -313,7 +313,13 @@ def figure(rows: pd.DataFrame, name_a: str, name_b: str, out: Path) -> list[Path
         _speedups(ax, part)
         ax.set_title(name, fontsize=8)
     axes[0][0].set_ylabel("speedup (time on A / time on B)")
-    axes[0][0].legend(frameon=False, fontsize=7, loc="upper left")
+    # one legend of every panel's markers, beside the panels, never over a point
+    shown: dict[str, Any] = {}
+    for ax in axes[0]:
+        for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
+            shown.setdefault(text, handle)
+    axes[0][-1].legend(list(shown.values()), list(shown), frameon=False, fontsize=7,
+                       loc="upper left", bbox_to_anchor=(1.01, 1.0))  # fmt: skip
     fig.suptitle(f"B = {name_b}\nagainst A = {name_a}", fontsize=9)
     fig.tight_layout()
     paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
@@ -341,6 +347,9 @@ def _speedups(ax: Any, rows: pd.DataFrame) -> None:
                color="black", label="median (robust to outliers)", zorder=3)  # fmt: skip
     ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
     ax.set_yscale("log")
+    # plain ratios (1.005, 0.99): a narrow range on a log axis otherwise reads 1.005 × 10^0
+    for axis_format in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+        axis_format(FormatStrFormatter("%.4g"))
     ax.set_xticks(range(len(order)), order, rotation=60, ha="right", fontsize=7)
 
 
