@@ -1,10 +1,10 @@
 """Benchmark (GPU): does ncuflow compare catch a slow-down of 1, 2, 3, 5 or 10 %?
 
 benchmarks/detection.yaml times kernels/axpy/extra_work.cu without extra work and with
-EXTRA_PCT % more DRAM reads, at five sizes and four launch shapes, in three rounds of
+EXTRA_PCT % more DRAM reads, at five sizes and four launch shapes, in ten rounds of
 timing (each its own worker process), with ncuflow's own worker (benchmarks/measured.py).
 For every size and shape, each slow-down is judged against the same kernel without one by
-the verdict `ncuflow compare` gives (rounds resampled with the repeats; the least effect
+the verdict `ncuflow compare` gives (the rounds' medians resampled; the least effect
 2 % unless --threshold says, or the rounds' own spread where that is larger). Printed per
 slow-down injected: the share called SLOWER, the other verdicts and the slow-down the
 times show (somewhat more than injected: a kernel with the extra loop differs from one

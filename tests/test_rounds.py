@@ -1,6 +1,6 @@
 """timing.rounds: every configuration timed in several rounds, each a fresh warm-up and
 timing, the rounds' medians kept; a worker stopped between rounds resumes with the rounds
-it lacks; the compare verdict resamples rounds as well as repeats."""
+it lacks; the compare verdict resamples the rounds' medians."""
 
 from __future__ import annotations
 
@@ -79,6 +79,19 @@ def test_the_verdict_resamples_rounds_so_a_run_to_run_shift_is_not_called_real()
     assert verdict(a, b)[0] != "AMBIGUOUS"  # the repeats alone: tight, so a verdict
     told, low, high = verdict(a, b, rounds_a=sizes, rounds_b=sizes)
     assert told == "AMBIGUOUS" and low < 0.98 and high > 1.02  # the rounds say otherwise
+
+
+def test_ten_rounds_of_noisy_launches_whose_medians_agree_read_same() -> None:
+    # a 7 µs kernel: each launch spreads by 7 %, each round's median by its 160 launches'
+    # noise alone; identical code on both sides reads SAME, and 3 % slower reads SLOWER
+    rng = np.random.default_rng(5)
+
+    def side(scale: float) -> list[float]:
+        return list(0.007 * scale * (1 + 0.07 * rng.standard_normal(1600)))
+
+    sizes = [160] * 10
+    assert verdict(side(1.0), side(1.0), rounds_a=sizes, rounds_b=sizes)[0] == "SAME"
+    assert verdict(side(1.0), side(1.05), rounds_a=sizes, rounds_b=sizes)[0] == "SLOWER"
 
 
 def test_a_later_round_that_fails_or_hangs_keeps_the_earlier_rounds(

@@ -37,9 +37,11 @@ METRICS = ["time_ms", "ncu_time_ms", "achieved_flops_per_s", "dram_bytes", "l2_b
            "waves_per_sm", "sm_clock_hz"]  # fmt: skip
 
 
-# A time verdict (docs/methods.md, "Comparing two runs"): the 95 % bootstrap interval of
-# the ratio of the two sides' median times against a least effect (MIN_EFFECT unless the
-# caller sets one: compare --threshold).
+# A time verdict (docs/methods.md, "Comparing two runs"): bootstrap intervals of the ratio
+# of the two sides' median times against a least effect (MIN_EFFECT unless the caller sets
+# one: compare --threshold). FASTER and SLOWER take the 95 % interval (a one-sided test at
+# 2.5 %: a gate fails on them); SAME is an equivalence test, two one-sided tests at 5 %,
+# which is the 90 % interval within the least effect (Schuirmann's TOST).
 RESAMPLES = 2000
 # A traffic verdict per level: each side has one profiled launch, so no interval; ncu's byte
 # counts of the same launch differ between replays by well under MIN_TRAFFIC_EFFECT.
@@ -55,26 +57,28 @@ def verdict(times_a: list[float], times_b: list[float], seed: int = 0,
             least_effect: float = MIN_EFFECT, rounds_a: list[int] | None = None,
             rounds_b: list[int] | None = None) -> tuple[str, float, float]:  # fmt: skip
     """(verdict, low, high): FASTER where B is faster than A by more than ``least_effect``
-    with 95 % confidence (the whole interval of median A / median B above 1 +
-    least_effect), SLOWER where slower by as much, SAME where the interval lies within
-    least_effect of 1, AMBIGUOUS otherwise (too few repeats, or too much noise, to tell).
+    (the whole 95 % interval of median A / median B, ``low`` to ``high``, above 1 +
+    least_effect), SLOWER where slower by as much, SAME where the 90 % interval lies
+    within least_effect of 1, AMBIGUOUS otherwise (too few repeats, or too much noise,
+    to tell).
     ``rounds_a``, ``rounds_b``: each side's repeats per round of timing (timing.rounds),
-    where it has several: the rounds are resampled too, so the interval covers how the
-    rounds differ, not only the repeats within them."""
+    where it has several: the rounds are resampled instead of the repeats, so the interval
+    covers how the rounds (each its own process) differ, not only the launches in one."""
     a, b = np.asarray(times_a, dtype=float), np.asarray(times_b, dtype=float)
     if len(a) < 3 or len(b) < 3:
         return AMBIGUOUS, float("nan"), float("nan")
     rng = np.random.default_rng(seed)
     ratio = _resampled_medians(a, rounds_a, rng) / _resampled_medians(b, rounds_b, rng)
-    low, high = np.quantile(ratio, [0.025, 0.975])
+    low, same_low, same_high, high = np.quantile(ratio, [0.025, 0.05, 0.95, 0.975])
     up, down = 1.0 + least_effect, 1.0 / (1.0 + least_effect)
+    told = AMBIGUOUS
     if low > up:
-        return FASTER, float(low), float(high)
-    if high < down:
-        return SLOWER, float(low), float(high)
-    if low >= down and high <= up:
-        return SAME, float(low), float(high)
-    return AMBIGUOUS, float(low), float(high)
+        told = FASTER
+    elif high < down:
+        told = SLOWER
+    elif same_low >= down and same_high <= up:
+        told = SAME
+    return told, float(low), float(high)
 
 
 def least_effect_of(threshold: float, *sides: tuple[list[float], list[int] | None]) -> float:
@@ -93,14 +97,14 @@ def least_effect_of(threshold: float, *sides: tuple[list[float], list[int] | Non
 def _resampled_medians(times: np.ndarray, rounds: list[int] | None, rng: Any) -> np.ndarray:
     """RESAMPLES bootstrap medians of a side's time: of its repeats; with several rounds,
     the median of round medians (as the record's time_ms), each resample drawing the
-    rounds with replacement and each drawn round's repeats with replacement."""
+    rounds' medians with replacement. The rounds alone are drawn (a cluster bootstrap): a
+    round's median already varies by its repeats' noise, and drawing the repeats again
+    would count that noise twice and widen the interval beyond what runs differ by."""
     parts = split_rounds(times, rounds)
     if parts is None:
         return np.median(rng.choice(times, (RESAMPLES, len(times))), axis=1)
-    # each round's bootstrap medians (rounds x RESAMPLES), then rounds drawn per resample
-    medians = np.stack([np.median(rng.choice(p, (RESAMPLES, len(p))), axis=1) for p in parts])
-    drawn = rng.integers(0, len(parts), (RESAMPLES, len(parts)))
-    return np.median(medians[drawn, np.arange(RESAMPLES)[:, None]], axis=1)
+    medians = np.array([np.median(part) for part in parts])
+    return np.median(rng.choice(medians, (RESAMPLES, len(parts))), axis=1)
 
 
 def traffic_verdict(bytes_a: float, bytes_b: float) -> str:
