@@ -25,10 +25,9 @@ def main(
         page = browser.new_page(viewport={"width": 1300, "height": 760})
         page.goto(html.resolve().as_uri())
         page.wait_for_timeout(1500)
-        page.get_by_text(experiment, exact=True).first.click()
-        page.get_by_text("figures", exact=True).first.click()
-        row = page.get_by_text(figure, exact=True).first
-        row.locator("xpath=..").locator("a, button, svg").first.click()  # its "show" icon
+        # the start page's link to the figure: one click, its caption beside it
+        listed = page.locator(".prose li", has_text=experiment).first
+        listed.get_by_role("link", name=figure.replace("_", " "), exact=True).click()
         page.wait_for_timeout(1500)
         page.screenshot(path=str(out))
         browser.close()

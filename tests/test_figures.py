@@ -172,3 +172,27 @@ def test_an_occupancy_marker_names_a_limit_only_where_one_caps_it() -> None:
     full = {gid: xy for gid, xy in groups.items() if (xy[:, 0] >= 100).any()}
     assert full and all(gid.split(":")[1] == "nothing" for gid in full), list(full)
     assert all((xy[:, 0] < 100).all() for gid, xy in groups.items() if ":nothing" not in gid)
+
+
+def test_the_roofline_draws_a_panel_per_level_and_its_legend_apart() -> None:
+    """A panel per memory level, titled with its bandwidth and holding that level's
+    markers only; the legend in a cell of its own, outside every panel, each variant under
+    the roof it runs under."""
+    table = replayed("h100-sxm")["matmul_ladder"]
+    family = load_family(ROOT / "kernels", "matmul")
+    fig = FIGURES["roofline"](table, family, Styles(table, family), DEVICE)
+    panels = [ax for ax in fig.axes if ax.collections]
+    assert [ax.get_title().split()[0] for ax in panels] == ["DRAM", "L2", "L1"]
+    for ax, level in zip(panels, ("dram", "l2", "l1"), strict=True):
+        assert {c.get_gid().split(":")[1] for c in ax.collections} == {level}
+    keys = [ax for ax in fig.axes if ax.get_legend() is not None]
+    assert len(keys) == 1 and not keys[0].axison and not keys[0].collections
+    labels = [t.get_text() for t in keys[0].get_legend().get_texts()]
+    plt.close(fig)
+    rows = profiled_rows(table)
+    rows = rows[rows["flops_counted"].astype(float) > 0]
+    headers = {"fp32": "FP32", "tensor_fp16": "FP16 tensor", "tensor_tf32": "TF32 tensor"}
+    for variant, roof in rows.groupby("variant")["roof"].first().items():
+        label = next(t for t in labels if t.split(" (")[0] == variant)
+        above = [t for t in labels[: labels.index(label)] if t in headers.values()]
+        assert above[-1] == headers[roof], (variant, above)

@@ -2,10 +2,15 @@
 # A single-node Slurm cluster on this Debian machine, to run the workflow through Snakemake's
 # Slurm executor for real (profiles/slurm). Run as root; it replaces /etc/slurm/slurm.conf.
 #   apt-get install -y slurm-wlm munge && sh profiles/slurm/local_cluster.sh
-# The node offers its CPUs, its memory and its GPUs (/dev/nvidia0, ...) as generic resources
-# ("gpu"); on a machine without GPUs, GPUS stand-ins (default 2: empty files that Slurm
-# hands out as it would devices), enough to schedule the GPU jobs of a replay. Jobs stay listed by squeue for 10 minutes after they end (MinJobAge), which the
-# executor's squeue status queries rely on (there is no accounting database here).
+# Like many a site's GPU nodes it has no accounting database, and one partition, "gpu", the
+# one the guide's Slurm command names (tests/test_slurm.py runs that command as it is). The
+# node offers its GPUs (/dev/nvidia0, ...) as generic resources ("gpu"); on a machine without
+# GPUs, GPUS stand-ins (default 2: empty files that Slurm hands out as it would devices),
+# enough to schedule the GPU jobs of a replay. It claims at least 16 CPUs and 64 GB
+# (config_overrides), so that the profile's jobs (4 CPUs and 16 GB each) fit four at a time
+# as on a GPU node even on a small machine: nothing holds a job to what it asked for here
+# (task/none), and a replay's jobs use little. Jobs stay listed by squeue for 10 minutes
+# after they end (MinJobAge), which the executor's squeue status queries rely on.
 set -eu
 mkdir -p /var/spool/slurmd
 NODE=$(hostname -s)
@@ -19,7 +24,8 @@ else
   DEVICES="/var/spool/slurmd/stand-in/gpu[0-$((GPUS - 1))]"
 fi
 CPUS=$(nproc)
-MEMORY_MB=$(awk '/MemTotal/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)
+[ "$CPUS" -ge 16 ] || CPUS=16
+MEMORY_MB=$(awk '/MemTotal/ {m = int($2 / 1024 * 0.9); print (m < 65536 ? 65536 : m)}' /proc/meminfo)
 mkdir -p /etc/slurm /var/spool/slurmctld /var/log/slurm /run/munge
 cat > /etc/slurm/slurm.conf <<CONF
 ClusterName=ncuflow-local
@@ -32,6 +38,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 ReturnToService=2
 MinJobAge=600
+SlurmdParameters=config_overrides
 StateSaveLocation=/var/spool/slurmctld
 SlurmdSpoolDir=/var/spool/slurmd
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
@@ -41,7 +48,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 GresTypes=gpu
 NodeName=$NODE CPUs=$CPUS RealMemory=$MEMORY_MB Gres=gpu:$GPUS State=UNKNOWN
-PartitionName=main Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+PartitionName=gpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
 echo "NodeName=$NODE Name=gpu File=$DEVICES" > /etc/slurm/gres.conf
 [ -s /etc/munge/munge.key ] || mungekey --create

@@ -1,6 +1,18 @@
 # Stage 4: the experiment's figures (ncuflow.report.figures.FIGURES: hierarchical roofline,
 # performance against size, parameter sweeps, Speed of Light, occupancy, modelled against
 # measured traffic), and the figures a family declares itself (figures: in family.yaml).
+# In the report each experiment is one folder listing its tables and figures (no subfolder:
+# one click from the start page), each labelled with its place in reading order (#) and,
+# after its name, what it shows in a few words (the caption beside it says the rest; the
+# start page links each by its name). Short: the list is as wide as its longest line.
+FIGURE_LABELS = {
+    "roofline": {"#": "03", "result": "roofline: memory- or compute-bound, where"},
+    "performance": {"#": "04", "result": "performance: throughput against size"},
+    "speed_of_light": {"#": "05", "result": "speed of light: which unit is busiest"},
+    "sweep": {"#": "06", "result": "sweep: time against each tunable"},
+    "occupancy": {"#": "07", "result": "occupancy: active warps, and the limiter"},
+    "traffic": {"#": "08", "result": "traffic: modelled against measured DRAM"},
+}
 
 
 rule plot:
@@ -13,8 +25,9 @@ rule plot:
                 f"results/{{experiment}}/{figure}.png",
                 caption=f"../report/{figure}.rst",
                 category="{experiment}",
-                subcategory="figures",
-                labels={"figure": figure.replace("_", " ")},
+                labels=FIGURE_LABELS.get(
+                    figure, {"#": "08", "result": figure.replace("_", " ")}
+                ),
             )
             for figure in STANDARD_FIGURES
         },
@@ -51,8 +64,7 @@ rule family_figure:
             "results/{experiment}/{figure}.png",
             caption="../report/family_figure.rst",
             category="{experiment}",
-            subcategory="figures",
-            labels={"figure": "{figure}"},
+            labels={"#": "10", "result": "{figure}: the family's own figure"},
         ),
         svg="results/{experiment}/{figure}.svg",
     log:
@@ -88,8 +100,7 @@ rule search_figure:
             f"results/{{experiment}}/{SEARCH_FIGURE}.png",
             caption=f"../report/{SEARCH_FIGURE}.rst",
             category="{experiment}",
-            subcategory="figures",
-            labels={"figure": "search progress"},
+            labels={"#": "09", "result": "search progress: best time against tried"},
         ),
         svg=f"results/{{experiment}}/{SEARCH_FIGURE}.svg",
     log:

@@ -22,8 +22,10 @@ rule summary:
             "results/{experiment}/summary.html",
             caption="../report/summary.rst",
             category="{experiment}",
-            subcategory="tables",
-            labels={"table": "best configuration per variant and size"},
+            labels={
+                "#": "01",
+                "result": "best per size: time, % of library, bound",
+            },
         ),
         md="results/{experiment}/summary.md",
         rungs="results/{experiment}/rungs.csv",
@@ -31,15 +33,19 @@ rule summary:
             "results/{experiment}/rungs.html",
             caption="../report/rungs.rst",
             category="{experiment}",
-            subcategory="tables",
-            labels={"table": "what changed between rungs"},
+            labels={
+                "#": "02",
+                "result": "rung to rung: what changed, how much faster",
+            },
         ),
         findings_html=report(
             "results/{experiment}/findings.html",
             caption="../report/findings.rst",
             category="{experiment}",
-            subcategory="tables",
-            labels={"table": "Nsight Compute's findings"},
+            labels={
+                "#": "11",
+                "result": "findings: ncu's advice, largest gain first",
+            },
         ),
     log:
         "results/{experiment}/logs/summary.log",

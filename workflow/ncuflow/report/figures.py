@@ -8,6 +8,7 @@ others still build.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .style import (
     FIGSIZE,
     LIMIT_MARKERS,
     NO_LIMIT,
+    FreeLabel,
     NoFigure,
     Styles,
     free_dims,
@@ -37,6 +39,7 @@ from .style import (
     marks,
     near_sizes,
     note,
+    note_figure,
     plot_by_size,
     prefixed,
     profiled_rows,
@@ -44,6 +47,7 @@ from .style import (
     size_handle,
     size_label,
     size_ticks,
+    suptitle,
     title,
 )
 from .summary import best_configs, merit_of
@@ -114,11 +118,11 @@ def performance(table: pd.DataFrame, family: Family, styles: Styles, device: dic
         ax.set_title(", ".join(named))
         ax.grid(True, alpha=0.2)
     axes[0][0].set_ylabel(f"{unit} ({what}); bars: timing IQR")
-    fig.suptitle(
+    suptitle(
+        fig,
         f"{table['experiment'].iloc[0]}: best configuration of each variant per "
         f"{family.size_axis}{' (best over ' + ', '.join(over) + ')' if over else ''} "
         f"({device.get('name', 'unknown GPU')})",
-        fontsize=10,
     )
     legend(axes[0][-1], styles.handles(styles.present(best)))
     return fig
@@ -179,6 +183,18 @@ def rule_regions(limit: float, step: float = 0.25) -> tuple[np.ndarray, list[str
     return grid, classes
 
 
+def region_places(
+    region: str, near: tuple[float, float], limit: float
+) -> list[tuple[float, float]]:
+    """Where a region's label may go, nearest ``near`` first: the points of a grid over
+    [0, limit]² that lie, with a label's half width and height around them, in the region."""
+    grid = np.arange(limit / 20, limit, limit / 20)
+    room = [(dx * limit / 100, dy * limit / 100) for dx in (-6, 6) for dy in (-3, 3)]
+    inside = [(float(x), float(y)) for x in grid for y in grid
+              if all(bound_class(x + dx, y + dy) == region for dx, dy in room)]  # fmt: skip
+    return sorted(inside, key=lambda xy: math.dist(xy, near)) or [near]
+
+
 def speed_of_light(
     table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]
 ) -> Any:
@@ -199,7 +215,8 @@ def speed_of_light(
     labels = ((LATENCY, (LATENCY_PCT / 2, LATENCY_PCT / 2)), (MEMORY, (0.85 * limit, 25)),
               (COMPUTE, (25, 0.85 * limit)))  # fmt: skip
     for text, xy in labels:
-        ax.text(*xy, text, ha="center", va="center", color="0.35", fontsize=9)
+        FreeLabel(ax, region_places(text, xy, limit), text, ha="center", va="center",
+                  color="0.35", fontsize=9)  # fmt: skip
     _classed_scatter(ax, rows, family, styles, SOL_XY, rows["bound"], BOUND_MARKERS)
     ax.set_xlim(0, limit)
     ax.set_ylim(0, limit)
@@ -259,8 +276,12 @@ def traffic(table: pd.DataFrame, family: Family, styles: Styles, device: dict[st
     )
     ax.plot([lo, hi], [lo, hi], color="0.4", lw=0.8)
     ax.plot([lo, hi], [lo / 10, hi / 10], color="0.6", lw=0.6, ls=":")
-    ax.annotate("measured = model", (hi / 1.2, hi / 1.2), ha="right", fontsize=7, color="0.4")
-    ax.annotate("10× below the model", (hi / 1.2, hi / 12), ha="right", fontsize=7, color="0.5")
+    # each line's label on its side away from the data, where along it no point lies
+    along = hi / 1.2 / 1.5 ** np.arange(np.log(hi / lo) / np.log(1.5))
+    FreeLabel(ax, [(x, x) for x in along], "measured = model", ha="right", va="bottom",
+              fontsize=7, color="0.4")  # fmt: skip
+    FreeLabel(ax, [(x, x / 10) for x in along], "10× below the model", ha="left", va="top",
+              fontsize=7, color="0.5")  # fmt: skip
     areas = marker_areas(rows[family.size_axis])
     for variant in styles.present(rows):
         pick = (rows["variant"] == variant).to_numpy()
@@ -303,13 +324,19 @@ def draw(
     styles = Styles(table, family, joined)
     paths = []
     for name in names:
-        try:
-            fig = FIGURES[name](table, family, styles, device)
-        except NoFigure as why:
-            paths += note(table, name, str(why), device, out_dir / name)
-            continue
-        paths += save(fig, device, out_dir / name)
+        paths += save(figure(table, family, styles, device, name), device, out_dir / name)
     return paths
+
+
+def figure(
+    table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any], name: str
+) -> Any:
+    """The figure ``name`` (FIGURES) of one experiment, or the note that stands in for it
+    where it cannot be drawn; not yet finished (style.finish) nor saved."""
+    try:
+        return FIGURES[name](table, family, styles, device)
+    except NoFigure as why:
+        return note_figure(table, name, str(why), device)
 
 
 def draw_one(
@@ -327,24 +354,24 @@ def family_figure(
 ) -> list[Path]:
     """One of the family's own figures (``figures:`` in family.yaml): a column of each
     variant's best configuration against the size axis."""
-    figure = family.figures[name]
+    own = family.figures[name]
     merit = merit_of(family)[0]
-    best = best_configs(table[table[figure.y].notna()], ["variant", family.size_axis], merit)
+    best = best_configs(table[table[own.y].notna()], ["variant", family.size_axis], merit)
     if best.empty:
-        return note(table, name, f"no configuration has {figure.y}", device, out)
+        return note(table, name, f"no configuration has {own.y}", device, out)
     styles = Styles(table, family)
     fig, ax = plt.subplots(figsize=FIGSIZE)
     near = near_sizes(best[family.size_axis])
     for variant in styles.present(best):
         rows = best[best["variant"] == variant].sort_values(family.size_axis)
         plot_by_size(ax, rows[family.size_axis].to_numpy(dtype=float),
-                 rows[figure.y].to_numpy(dtype=float), styles.style[variant], near)  # fmt: skip
+                 rows[own.y].to_numpy(dtype=float), styles.style[variant], near)  # fmt: skip
     ax.set_xscale("log", base=2)
     size_ticks(ax, best[family.size_axis])
     ax.set_xlabel(size_label(family.size_axis, best[family.size_axis]))
-    ax.set_ylabel(figure.label)
+    ax.set_ylabel(own.label)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.2)
-    title(ax, table, figure.label, device)
+    title(ax, table, own.label, device)
     legend(ax, styles.handles(styles.present(best)))
     return save(fig, device, out)

@@ -1,34 +1,37 @@
-"""The hierarchical roofline: counted FLOP/s against arithmetic intensity at DRAM, L2 and
-L1, under each level's bandwidth and each precision's dense roof, theoretical and measured;
-or, for a family that only moves bytes, each level's bandwidth against problem size."""
+"""The hierarchical roofline: counted FLOP/s against arithmetic intensity, a panel each for
+DRAM, L2 and L1, under the level's bandwidth and each precision's dense roof, theoretical
+and measured; or, for a family that only moves bytes, each level's bandwidth against
+problem size."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
 
 from ..metrics import LEVELS, PRECISIONS
 from ..spec import Family
 from .style import (
-    CEILING_LABEL,
     FIGSIZE,
     LEVEL_MARKERS,
     Styles,
     flat_ceiling,
+    free_dims,
     legend,
     log_axis,
     marker_areas,
     marks,
     measured_ceiling,
+    near_sizes,
     prefixed,
     profiled_rows,
     size_handle,
     size_ticks,
+    suptitle,
     title,
 )
 from .summary import best_configs, merit_of
@@ -37,6 +40,9 @@ from .summary import best_configs, merit_of
 # a tensor-core kernel that bypasses L1 reaches 10^5 FLOP/B there, which would squash the rest.
 EDGE_PAST_RIDGE = 30.0
 FADED = 0.18  # the opacity of the configurations that are not their variant's best
+# inches: two panels a row, the legend in the cell after the last level's (the report
+# scales it to its page's width, as FIGSIZE: keep it not much wider)
+ROOFLINE_FIGSIZE = (9.0, 7.2)
 
 
 def device_roof(rows: pd.DataFrame, device: dict[str, Any]) -> float:
@@ -53,12 +59,13 @@ def device_roof(rows: pd.DataFrame, device: dict[str, Any]) -> float:
 
 
 def roofline(table: pd.DataFrame, family: Family, styles: Styles, device: dict[str, Any]) -> Any:
-    """Counted FLOP/s against arithmetic intensity at DRAM, L2 and L1 (one marker each,
-    joined per configuration), under each level's bandwidth and each precision's dense
-    roof, theoretical (solid, at the device's maximum SM clock) and measured on this device
-    (dashed), each labelled with its values. Each variant's best configuration per problem
-    stands in front; the rest of the sweep is faded behind it. Intensities far past every
-    ridge are drawn at the right edge."""
+    """Counted FLOP/s against arithmetic intensity, one panel per memory level (DRAM, L2,
+    L1) on one scale, under that level's bandwidth and each precision's dense roof,
+    theoretical (solid, at the device's maximum SM clock) and measured on this device
+    (dashed); the legend, the variants grouped by the roof they run under, in a cell of its
+    own. Each variant's best configuration per problem stands in front (joined from size to
+    size where the sizes are a trend); the rest of the sweep is faded behind it. Intensities
+    far past every ridge are drawn at the right edge."""
     rows = profiled_rows(table)
     rows = rows[rows["flops_counted"].astype(float) > 0]
     if rows.empty:
@@ -78,79 +85,127 @@ def roofline(table: pd.DataFrame, family: Family, styles: Styles, device: dict[s
     top = max(t for t, _ in roofs.values())
     ridge = max(top / b for b, _ in bandwidths.values() if b > 0)
     edge = ridge * EDGE_PAST_RIDGE
-    ai = rows[[f"ai_{lvl}" for lvl in LEVEL_MARKERS]].astype(float).clip(upper=edge)
-    lo = float(np.nanmin(ai.to_numpy())) / 4
-    hi = max(float(np.nanmax(ai.to_numpy())) * 2, ridge * 1.5)
-    fig, ax = plt.subplots(figsize=FIGSIZE)
-    _ceilings(ax, bandwidths, roofs, (lo, hi), (scale, unit))
+    ai = rows[[f"ai_{lvl}" for lvl in LEVEL_MARKERS]].astype(float)
+    span = (float(np.nanmin(ai.clip(upper=edge).to_numpy())) / 4,
+            max(float(np.nanmax(ai.clip(upper=edge).to_numpy())) * 2, ridge * 1.5))  # fmt: skip
+    heights = (float(y.min()) / scale / 3, top / scale * 3)  # room above the top roof's label
+    fig, axes = plt.subplots(math.ceil((len(LEVEL_MARKERS) + 1) / 2), 2, squeeze=False,
+                             figsize=ROOFLINE_FIGSIZE)  # fmt: skip
+    cells = list(axes.flat)
+    trend = styles.joined and not free_dims(rows, family)
+    for j, lvl in enumerate(LEVEL_MARKERS):
+        ax, x = cells[j], ai[f"ai_{lvl}"]
+        _ceilings(ax, bandwidths[lvl], roofs, span, (scale, unit))
+        _level_points(ax, rows, family, styles, (x.clip(upper=edge), y / scale), front, lvl)
+        if trend:
+            _trends(ax, rows[front], family, styles, (x.clip(upper=edge)[front], y[front] / scale))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(*span)
+        ax.set_ylim(*heights)
+        log_axis(ax.xaxis)
+        log_axis(ax.yaxis)
+        theory, measured = bandwidths[lvl]
+        name = LEVELS[lvl].label
+        ax.set_title(f"{name} {theory / 1e12:.3g} TB/s" + (
+            f" (measured {measured / 1e12:.3g})" if measured > 0 else ""), fontsize=9)  # fmt: skip
+        ax.set_xlabel(f"{name} intensity (counted FLOP per byte)" + (
+            f"; past {edge:,.0f} at the edge" if (x > edge).any() else ""))  # fmt: skip
+        if j % 2 == 0:
+            ax.set_ylabel(f"achieved {unit} (counted FLOPs / ncu duration)")
+        ax.grid(True, which="major", alpha=0.2)
+    for ax in cells[len(LEVEL_MARKERS) :]:
+        ax.axis("off")
+    _key(cells[len(LEVEL_MARKERS)], rows, family, styles, (trend, bool((~front).any())))
+    suptitle(fig, f"{table['experiment'].iloc[0]}: hierarchical roofline, one panel per memory "
+                  f"level ({device.get('name', 'unknown GPU')})")  # fmt: skip
+    return fig
+
+
+def _level_points(
+    ax: Any, rows: pd.DataFrame, family: Family, styles: Styles, xy: tuple[pd.Series, pd.Series],
+    front: np.ndarray, lvl: str,
+) -> None:  # fmt: skip
+    """Each configuration at one level, in its variant's colour and marker: the sweep faded
+    behind, each variant's best per problem in front (groups ``<variant>:<level>[:faded]``)."""
     areas = marker_areas(rows[family.size_axis])
     for variant in styles.present(rows):
-        color = styles.style[variant]["color"]
-        for best in (False, True):  # the sweep behind, the best in front
-            pick = ((rows["variant"] == variant).to_numpy()) & (front == best)
-            if not pick.any():
-                continue
-            points = ai[pick].to_numpy()
-            level_y = np.repeat(y[pick].to_numpy()[:, None] / scale, points.shape[1], axis=1)
-            segments = np.stack([points, level_y], axis=-1)
-            ax.add_collection(LineCollection(list(segments), colors=color, linewidths=0.6,
-                                             alpha=0.5 if best else FADED / 2))  # fmt: skip
-            for j, lvl in enumerate(LEVEL_MARKERS):
-                marks(ax, points[:, j], level_y[:, j], areas[pick], color, LEVEL_MARKERS[lvl],
+        style, mine = styles.style[variant], (rows["variant"] == variant).to_numpy()
+        for best in (False, True):
+            pick = mine & (front == best)
+            if pick.any():
+                marks(ax, xy[0][pick], xy[1][pick], areas[pick], style["color"], style["marker"],
                       f"{variant}:{lvl}" + ("" if best else ":faded"),
                       alpha=1.0 if best else FADED)  # fmt: skip
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    log_axis(ax.xaxis)
-    log_axis(ax.yaxis)
-    beyond = bool(
-        (rows[[f"ai_{lvl}" for lvl in LEVEL_MARKERS]].astype(float) > edge).any(axis=None)
-    )
-    ax.set_xlabel("arithmetic intensity (counted FLOP per byte of each level)" + (
-        f"; past {edge:,.0f} at the edge" if beyond else ""))  # fmt: skip
-    ax.set_ylabel(f"achieved {unit} (counted FLOPs / ncu duration)")
-    ax.grid(True, which="major", alpha=0.2)
-    title(ax, table, "hierarchical roofline", device)
-    handles = styles.handles(styles.present(rows))
+
+
+def _trends(
+    ax: Any, best: pd.DataFrame, family: Family, styles: Styles, xy: tuple[pd.Series, pd.Series]
+) -> None:
+    """Each variant's best configurations joined from size to size (near sizes apart)."""
+    near = near_sizes(best[family.size_axis])
+    for variant in styles.present(best):
+        pick = (best["variant"] == variant) & ~best[family.size_axis].astype(float).isin(near)
+        order = best.loc[pick, family.size_axis].astype(float).argsort().to_numpy()
+        ax.plot(xy[0][pick].to_numpy()[order], xy[1][pick].to_numpy()[order], lw=0.9,
+                color=styles.style[variant]["color"], alpha=0.6, zorder=2.5)  # fmt: skip
+
+
+def _key(
+    ax: Any, rows: pd.DataFrame, family: Family, styles: Styles, drawn: tuple[bool, bool]
+) -> None:
+    """The roofline's legend, in a cell of its own, two columns: the variants under the
+    roof each runs under (a header per precision where there are several, never last in a
+    column), then what the marks mean (``drawn``: whether trends and faded points are)."""
+    variants = styles.present(rows)
+    roof_of = rows.groupby("variant")["roof"].first()
+    groups = list(dict.fromkeys(roof_of[v] for v in variants))
+    handles, headers = [], []
+    for roof in groups:
+        if len(groups) > 1:
+            name = PRECISIONS[roof].label if roof in PRECISIONS else "no roof"
+            headers.append(Line2D([], [], ls="none", label=name))
+            handles.append(headers[-1])
+        handles += styles.handles([v for v in variants if roof_of[v] == roof])
+    trend, faded = drawn
     handles += [
-        Line2D([], [], color="0.3", marker=m, ls="", label=f"{LEVELS[lvl].label} intensity")
-        for lvl, m in LEVEL_MARKERS.items()
-    ]
-    handles += [
-        Line2D([], [], color="0.3", marker="o", ls="", alpha=FADED,
-               label="faded: not the variant's best"),
+        *([Line2D([], [], color="0.3", marker="o", ls="", alpha=FADED,
+                  label="faded: not the variant's best")] if faded else []),
+        *([Line2D([], [], color="0.3", lw=0.9, alpha=0.6,
+                  label=f"its best at each {family.size_axis}")] if trend else []),
         Line2D([], [], color="0.3", ls="-", label="theoretical ceiling"),
         Line2D([], [], color="0.3", ls="--", label="measured ceiling"),
+        size_handle(family),
     ]  # fmt: skip
-    handles.append(size_handle(family))
-    legend(ax, handles)
-    return fig
+    while handles[math.ceil(len(handles) / 2) - 1] in headers:  # a header ends column one
+        handles.insert(math.ceil(len(handles) / 2) - 1, Line2D([], [], ls="none", label=" "))
+    made = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, 1.0), ncols=2,
+                     borderaxespad=0, frameon=False)  # fmt: skip
+    for handle, text in zip(handles, made.get_texts(), strict=True):
+        if handle in headers:
+            text.set_fontweight("bold")
 
 
 def _ceilings(
     ax: Any,
-    bandwidths: dict[str, tuple[float, float]],
+    bandwidth: tuple[float, float],
     roofs: dict[str, tuple[float, float]],
     span: tuple[float, float],
     scale_unit: tuple[float, str],
 ) -> None:
-    """Each level's bandwidth slope and each precision's flat roof over ``span`` of
-    intensities, theoretical (solid) and measured (dashed, where measured), labelled."""
+    """One level's bandwidth slope (its values are the panel's title) and each precision's
+    flat roof over ``span`` of intensities, theoretical (solid) and measured (dashed, where
+    measured), each roof labelled above its line where no point lies."""
     (lo, hi), (scale, unit) = span, scale_unit
     top = max(t for t, _ in roofs.values())
     x = np.geomspace(lo, hi, 128)
-    for lvl, (theory, measured) in bandwidths.items():
-        for value, style in ((theory, "-"), (measured, "--")):
-            if value > 0:
-                ax.plot(x, np.minimum(x * value, top) / scale, color="0.3", lw=0.9, ls=style)
-        at = (lo * 1.1, lo * 1.1 * theory / scale)
-        label = f"{LEVELS[lvl].label} {theory / 1e12:.3g}" + (
-            f" (measured {measured / 1e12:.3g})" if measured > 0 else "") + " TB/s"  # fmt: skip
-        ax.annotate(label, at, va="bottom", **CEILING_LABEL)
+    for value, style in zip(bandwidth, ("-", "--"), strict=True):
+        if value > 0:
+            ax.plot(x, np.minimum(x * value, top) / scale, color="0.3", lw=0.9, ls=style)
+    along = hi / 1.05 / 1.6 ** np.arange(np.log(hi / lo) / np.log(1.6))
     for roof, (theory, measured) in roofs.items():
         text = (f"{PRECISIONS[roof].label} {theory / scale:,.3g}", f" {unit}")
-        flat_ceiling(ax, (theory, measured), scale, text, xy=(hi / 1.05, theory / scale),
+        flat_ceiling(ax, (theory, measured), scale, text, [(a, theory / scale) for a in along],
                      ha="right", va="bottom")  # fmt: skip
 
 

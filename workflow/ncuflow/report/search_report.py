@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from ..vocab import SKIPPED
-from .style import FIGSIZE, save
+from .style import FIGSIZE, save, suptitle
 
 STRATEGIES = {"random": "random sampling (Optuna's RandomSampler)",
               "tpe": "Optuna's TPE sampler (model-based)"}  # fmt: skip
@@ -69,8 +69,8 @@ def search_progress(table: pd.DataFrame, rounds: Sequence[dict],
         ax.grid(True, alpha=0.2)
     for ax in list(axes.flat)[len(problems) :]:
         ax.axis("off")
-    fig.suptitle(f"{table['experiment'].iloc[0]}: search progress, {strategy} "
-                 f"({device.get('name', 'unknown GPU')})")  # fmt: skip
+    suptitle(fig, f"{table['experiment'].iloc[0]}: search progress, {strategy} "
+                  f"({device.get('name', 'unknown GPU')})")  # fmt: skip
     return save(fig, device, out)
 
 

@@ -19,7 +19,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.collections import PathCollection
 from matplotlib.lines import Line2D
+from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..device.facts import footer
@@ -45,6 +47,14 @@ BOUND_MARKERS = {MEMORY: "o", COMPUTE: "^", LATENCY: "s", BORDERLINE: "D"}
 NO_LIMIT = "nothing"  # the launch allows every warp the SM has
 LIMIT_MARKERS = {"registers": "o", "shared_mem": "s", "warps": "^", "blocks": "D", NO_LIMIT: "X"}
 FIGSIZE = (8.0, 4.8)  # inches: a page-wide figure of a report
+# savefig's arguments: the whole figure at 150 dpi (FIGSIZE: 1200 × 720 px), no tight bbox,
+# so what is outside the figure is cut off (finish() lays every text out inside it)
+SAVE: dict[str, Any] = {"dpi": 150}
+FOOTER = 0.03  # the share of the figure's height its footer keeps
+MAX_LEGEND_COLUMNS = 3
+# inches of a figure's height a legend hanging from its panel's top cannot take: the title
+# and margin above the panel, a margin below
+LEGEND_MARGINS = 0.4
 # Ceiling labels stay readable where data points lie under them: drawn above the markers,
 # on a light backing.
 CEILING_LABEL: dict[str, Any] = {
@@ -138,7 +148,16 @@ def marker_areas(sizes: pd.Series) -> np.ndarray:
 
 
 def title(ax: Any, table: pd.DataFrame, text: str, device: dict[str, Any]) -> None:
-    ax.set_title(f"{table['experiment'].iloc[0]}: {text} ({device.get('name', 'unknown GPU')})")
+    """A one-panel figure's title, from the panel's left edge: a legend beside the panel
+    makes it narrower than its title, which centred on it would run off the figure."""
+    ax.set_title(f"{table['experiment'].iloc[0]}: {text} ({device.get('name', 'unknown GPU')})",
+                 loc="left", wrap=True)  # fmt: skip
+
+
+def suptitle(fig: Any, text: str) -> None:
+    """A figure's title over all its panels, a fixed 0.1 in below the figure's top (the
+    default, 2 % of its height, puts a tall figure's title on its first panels' titles)."""
+    fig.suptitle(text, fontsize=10, y=1 - 0.1 / fig.get_figheight(), va="top", wrap=True)
 
 
 def size_handle(family: Family) -> Line2D:
@@ -148,22 +167,30 @@ def size_handle(family: Family) -> Line2D:
 
 
 def legend(ax: Any, handles: list[Any], title: str | None = None) -> None:
-    ax.legend(
-        handles=handles,
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        borderaxespad=0,
-        frameon=False,
-        title=title,
-    )
+    """The legend beside ``ax``, hanging from its top: in one column, or in as many as keep
+    it within the figure (a ladder's variants and markers outnumber a figure's lines)."""
+    fig = ax.get_figure(root=True)
+    room = (fig.get_figheight() - LEGEND_MARGINS) * fig.dpi
+    for columns in range(1, MAX_LEGEND_COLUMNS + 1):
+        made = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                         borderaxespad=0, frameon=False, title=title, ncols=columns)  # fmt: skip
+        if made.get_window_extent(fig.canvas.get_renderer()).height <= room:
+            break
+
+
+def finish(fig: Any, device: dict[str, Any]) -> Any:
+    """The figure as it is saved: its footer, and the layout that keeps every text inside
+    it (the PNG is the figure's own size, SAVE's dpi; the report scales it to its page)."""
+    fig.text(0.01, 0.005, footer(device), fontsize=7, color="0.35", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, FOOTER, 1, 1))
+    return fig
 
 
 def save(fig: Any, device: dict[str, Any], out: Path) -> list[Path]:
-    fig.text(0.01, 0.005, footer(device), fontsize=7, color="0.35", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    finish(fig, device)
     paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
     for path in paths:
-        fig.savefig(path, dpi=150)
+        fig.savefig(path, **SAVE)
     plt.close(fig)
     return paths
 
@@ -172,6 +199,11 @@ def note(
     table: pd.DataFrame, name: str, reason: str, device: dict[str, Any], out: Path
 ) -> list[Path]:
     """What stands in for a figure that cannot be drawn: its name and why."""
+    return save(note_figure(table, name, reason, device), device, out)
+
+
+def note_figure(table: pd.DataFrame, name: str, reason: str, device: dict[str, Any]) -> Any:
+    """note()'s figure, not yet finished."""
     fig, ax = plt.subplots(figsize=(FIGSIZE[0], 1.6))
     ax.axis("off")
     title(ax, table, name.replace("_", " "), device)
@@ -184,7 +216,7 @@ def note(
         wrap=True,
         transform=ax.transAxes,
     )
-    return save(fig, device, out)
+    return fig
 
 
 def log_axis(axis: Any) -> None:
@@ -286,16 +318,68 @@ def marks(
 
 
 def flat_ceiling(
-    ax: Any, values: tuple[float, float], scale: float, text: tuple[str, str], **where: Any
-) -> None:
+    ax: Any, values: tuple[float, float], scale: float, text: tuple[str, str],
+    places: list[tuple[float, float]] | None = None, **where: Any,
+) -> None:  # fmt: skip
     """A ceiling drawn flat: (theoretical, measured) ``values``, solid and dashed (the
-    measured one where measured), labelled ``text[0] (measured …)text[1]`` at ``where``."""
+    measured one where measured), labelled ``text[0] (measured …)text[1]`` at ``where``, or
+    at the first of ``places`` free of data points (FreeLabel)."""
     theory, measured = values
     for value, style in ((theory, "-"), (measured, "--")):
         if value > 0:
             ax.axhline(value / scale, color="0.3", lw=0.9, ls=style)
     label = text[0] + (f" (measured {measured / scale:,.3g})" if measured > 0 else "") + text[1]
-    ax.annotate(label, **where, **CEILING_LABEL)
+    if places:
+        FreeLabel(ax, places, label, **where, **CEILING_LABEL)
+    else:
+        ax.annotate(label, **where, **CEILING_LABEL)
+
+
+def drawn_points(ax: Any) -> np.ndarray:
+    """The data points ``ax`` draws within its view, rows of (x, y, radius) in pixels: its
+    scatters' markers and its lines' markers."""
+    dpi, rows = ax.get_figure(root=True).dpi, []
+    for c in ax.collections:
+        if isinstance(c, PathCollection) and c.get_visible() and len(c.get_offsets()):
+            xy = c.get_offset_transform().transform(np.asarray(c.get_offsets(), dtype=float))
+            rows.append(np.column_stack([xy, np.broadcast_to(np.sqrt(c.get_sizes()) / 2, len(xy))]))
+    for line in ax.get_lines():
+        if line.get_visible() and line.get_marker() not in (None, "None", "none", "", " "):
+            xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+            rows.append(np.column_stack([xy, np.full(len(xy), line.get_markersize() / 2)]))
+    points = np.concatenate(rows) if rows else np.empty((0, 3))
+    points[:, 2] *= dpi / 72  # points (of type) to pixels
+    box = ax.bbox
+    inside = ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1)
+              & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1))  # fmt: skip
+    return points[inside & np.isfinite(points).all(axis=1)]
+
+
+class FreeLabel(Text):
+    """A label inside an axes that takes, as it is drawn (the layout final), the first of
+    its ``places`` (data coordinates) where it lies inside the axes and covers no data
+    point; where none is free, the one inside that covers fewest."""
+
+    def __init__(self, ax: Any, places: list[tuple[float, float]], text: str, **kw: Any) -> None:
+        super().__init__(*places[0], text, **kw)
+        self.places = places
+        ax.add_artist(self)
+
+    def draw(self, renderer: Any) -> None:
+        points, frame = drawn_points(self.axes), self.axes.bbox
+        costs = []  # (outside the axes, points covered, place)
+        for i, place in enumerate(self.places):
+            self.set_position(place)
+            box = self.get_window_extent(renderer)
+            outside = not (box.x0 >= frame.x0 and box.x1 <= frame.x1
+                           and box.y0 >= frame.y0 and box.y1 <= frame.y1)  # fmt: skip
+            dx = np.maximum(np.maximum(box.x0 - points[:, 0], points[:, 0] - box.x1), 0)
+            dy = np.maximum(np.maximum(box.y0 - points[:, 1], points[:, 1] - box.y1), 0)
+            costs.append((outside, int((np.hypot(dx, dy) < points[:, 2]).sum()), i))
+            if costs[-1][:2] == (False, 0):
+                break
+        self.set_position(self.places[min(costs)[2]])
+        super().draw(renderer)
 
 
 def free_dims(rows: pd.DataFrame, family: Family) -> list[str]:

@@ -9,6 +9,8 @@ library baseline of the same dtype at the same size, over the row's time, in per
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from ..spec import Family
@@ -115,34 +117,42 @@ def _intensities(row: object) -> str:
     return f"{model:.1f}{measured}"
 
 
+def _row_cells(row: Any) -> list[str]:
+    """One row of the Markdown table, a cell per column of ``markdown``'s heading."""
+    library = (f"{_cell(row.pct_of_library, '.1f')} ({row.library})"
+               if isinstance(row.library, str) else "–")  # fmt: skip
+    bound = f"{row.bound} ({row.bound_level})" if isinstance(row.bound, str) and row.bound else "–"
+    failed = f" ({row.failed} of {row.configurations} failed)" if row.failed else ""
+    finding = "–"
+    if isinstance(row.top_finding, str) and row.top_finding:
+        finding = f"{row.top_finding} (est. {row.top_finding_speedup_pct:.0f} %)"
+    return [f"{row.variant}{failed}", row.parameters or "–", _cell(row.time_ms, ".4f"),
+            _cell(row.throughput, ",.2f"), library, _cell(row.speedup, ".2f"),
+            _intensities(row), bound, finding.replace("|", "/")]  # fmt: skip
+
+
 def markdown(summary: pd.DataFrame, family: Family, experiment: str) -> str:
-    """The summary as Markdown: a table per problem size, variants in ladder order."""
+    """The summary as Markdown: a table per problem size, variants in ladder order; a
+    column that is a dash in every row of every size (a speedup over a first rung the study
+    lacks, findings never profiled) left out."""
     dims = family.problem_columns
     lines = [f"# {experiment}", ""]
     if summary.empty:
         return "\n".join([*lines, "No configuration measured ok.", ""])
     unit = summary["unit"].iloc[0]
-    for size, rows in summary.groupby(dims, sort=False):
+    heading = ["variant", "parameters", "time (ms)", unit, "% of library",
+               f"speedup over {summary['speedup_over'].iloc[0]}", "FLOP/B: model (DRAM)",
+               "bound (level)", "ncu's top finding"]  # fmt: skip
+    align = ["---", "---", "---:", "---:", "---:", "---:", "---:", "---", "---"]
+    sizes = [(size, [_row_cells(row) for row in rows.itertuples()])
+             for size, rows in summary.groupby(dims, sort=False)]  # fmt: skip
+    kept = [i for i in range(len(heading))
+            if i == 0 or any(cells[i] != "–" for _, rows in sizes for cells in rows)]  # fmt: skip
+    for size, rows in sizes:
         values = size if isinstance(size, tuple) else (size,)
         lines += [", ".join(f"{d} = {v}" for d, v in zip(dims, values, strict=True)), ""]
-        lines += [f"| variant | parameters | time (ms) | {unit} | % of library | speedup over "
-                  f"{rows['speedup_over'].iloc[0]} | FLOP/B: model (DRAM) | bound (level) | "
-                  "ncu's top finding |", "|---|---|---:|---:|---:|---:|---:|---|---|"]  # fmt: skip
-        for row in rows.itertuples():
-            library = (f"{_cell(row.pct_of_library, '.1f')} ({row.library})"
-                       if isinstance(row.library, str) else "–")  # fmt: skip
-            bound = (
-                f"{row.bound} ({row.bound_level})"
-                if isinstance(row.bound, str) and row.bound
-                else "–"
-            )
-            failed = f" ({row.failed} of {row.configurations} failed)" if row.failed else ""
-            finding = "–"
-            if isinstance(row.top_finding, str) and row.top_finding:
-                finding = f"{row.top_finding} (est. {row.top_finding_speedup_pct:.0f} %)"
-            cells = [f"{row.variant}{failed}", row.parameters or "–", _cell(row.time_ms, ".4f"),
-                     _cell(row.throughput, ",.2f"), library, _cell(row.speedup, ".2f"),
-                     _intensities(row), bound, finding.replace("|", "/")]  # fmt: skip
-            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["| " + " | ".join(heading[i] for i in kept) + " |",
+                  "|" + "|".join(align[i] for i in kept) + "|"]  # fmt: skip
+        lines += ["| " + " | ".join(cells[i] for i in kept) + " |" for cells in rows]
         lines.append("")
     return "\n".join(lines)

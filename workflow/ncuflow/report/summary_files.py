@@ -15,7 +15,14 @@ from ..study.questions import questions_from_json
 from . import questions, rungs
 from .search_report import search_markdown
 from .summary import markdown, summarize
-from .tables import findings_page, write_html_table
+from .tables import (
+    RUNG_WRAP,
+    SUMMARY_WRAP,
+    findings_page,
+    rungs_view,
+    summary_view,
+    write_html_table,
+)
 
 
 def write_summary(table_path: Path, kernels_dir: Path, findings_path: Path,
@@ -46,10 +53,20 @@ def write_summary(table_path: Path, kernels_dir: Path, findings_path: Path,
         " and ".join(models) or None,
     )
     md.write_text(text + ("\n" + asked if asked else ""))
-    write_html_table(summary, csv.with_suffix(".html"), f"{experiment}: each variant's best",
-                     "Each variant's fastest configuration per problem size.")  # fmt: skip
-    write_html_table(changes, rungs_csv.with_suffix(".html"), f"{experiment}: rung to rung",
-                     "Per size, what changed from each rung to the next.")  # fmt: skip
-    findings_page(findings, findings_path.with_suffix(".html"), experiment)
+    # the pages open on their point (tables.summary_view, rungs_view, findings_view); the
+    # CSV files keep every column
+    shown, same = summary_view(summary, family.problem_columns)
+    write_html_table(shown, csv.with_suffix(".html"), f"{experiment}: each variant's best",
+                     "Each variant's fastest configuration that measured ok, per problem size: "
+                     "its median time, throughput, share of the fastest library baseline of "
+                     "the same precision (% of library) and bound (level), then the rest. "
+                     f"{same}".strip(), SUMMARY_WRAP)  # fmt: skip
+    write_html_table(rungs_view(changes), rungs_csv.with_suffix(".html"),
+                     f"{experiment}: rung to rung",
+                     "Per size, what changed from each rung of the ladder to the next, at "
+                     "their fastest configurations: the speedup, the bound, the metrics that "
+                     "moved most and ncu's findings that went away or appeared.",
+                     RUNG_WRAP)  # fmt: skip
+    findings_page(findings, findings_path.with_suffix(".html"), experiment, table, family)
     return (f"wrote {csv}, {rungs_csv} and {md} and their pages: {len(summary)} rows, "
             f"{len(changes)} rung changes")  # fmt: skip

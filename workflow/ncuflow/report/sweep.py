@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..spec import Family
 from ..vocab import OK
-from .style import NoFigure, Styles, free_dims, size_text
+from .style import NoFigure, Styles, free_dims, size_text, suptitle
 
 MAX_SWEEP_ROWS = 6
 
@@ -99,15 +99,15 @@ def sweep(table: pd.DataFrame, family: Family, styles: Styles, device: dict[str,
             if np.isnan(grid.loc[value_a, value_b]):
                 i, j = grid.index.get_loc(value_a), grid.columns.get_loc(value_b)
                 ax.text(j, i, "skipped:\n" + _skipped_reason(str(error)), ha="center",
-                        va="center", fontsize=5, color="0.3", wrap=True)  # fmt: skip
+                        va="center", fontsize=6, color="0.3", wrap=True)  # fmt: skip
         i, j = np.unravel_index(np.nanargmin(grid.to_numpy(dtype=float)), grid.shape)
         ax.plot(j, i, marker="*", ms=12, color="white", markeredgecolor="black",
                 gid=f"{variant}:best")  # fmt: skip
         others = " (the others at their best)" if len(params) > 2 else ""
         fig.colorbar(image, ax=ax, label=f"time ÷ best{others}")
-    fig.suptitle(
+    suptitle(
+        fig,
         f"{table['experiment'].iloc[0]}: time against tunables, relative to each panel's "
         f"best ★, one scale ({device.get('name', 'unknown GPU')})",
-        fontsize=10,
     )
     return fig
