@@ -22,7 +22,7 @@ def main(
         browser = playwright.chromium.launch(
             executable_path="/usr/bin/chromium", args=["--no-sandbox"]
         )
-        page = browser.new_page(viewport={"width": 1300, "height": 760})
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(html.resolve().as_uri())
         page.wait_for_timeout(1500)
         # the start page's link to the figure: one click, its caption beside it

@@ -1,6 +1,6 @@
 """The Slurm path (profiles/slurm): the guide's Slurm command run as docs/guide.md writes it,
 through a real cluster with Snakemake's Slurm executor; a partition that does not exist;
-and, without a cluster, what the profile decides (workflow/ncuflow/runners/slurm.py).
+and, without a cluster, what the profile decides (workflow/ncuflow/slurm_profile.py).
 
 The cluster tests are marked slurm and skip where no cluster answers or the executor plugin
 is missing. A single-node cluster on this machine is enough: profiles/slurm/local_cluster.sh
@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from ncuflow.runners.slurm import OneLineSlurmErrors, refusal, status_command
+from ncuflow.slurm_profile import OneLineSlurmErrors, refusal, status_command
 
 GUIDE = ROOT / "docs" / "guide.md"
 PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
@@ -228,11 +228,12 @@ def test_refused_jobs_are_one_line_per_reason_and_other_errors_stay() -> None:
     assert keep.filter(_record("Job 7 has been submitted with SLURM jobid 171"))
 
 
-def _fake_sacct(folder: Path, exit_code: int) -> str:
-    """A PATH whose sacct answers as a cluster's does, with accounting (0) or without (1)."""
+def _fake_sacct(folder: Path, exit_code: int,
+                said: str = "Slurm accounting storage is disabled") -> str:  # fmt: skip
+    """A PATH whose sacct answers as a cluster's does: with accounting (0), without it (1 and
+    that it is disabled), or with an accounting database that fails (1 and another error)."""
     script = folder / "sacct"
-    script.write_text(f"#!/bin/sh\necho 'Slurm accounting storage is disabled' >&2\n"
-                      f"exit {exit_code}\n")  # fmt: skip
+    script.write_text(f"#!/bin/sh\necho '{said}' >&2\nexit {exit_code}\n")
     script.chmod(0o755)
     return f"{folder}{os.pathsep}{os.environ['PATH']}"
 
@@ -243,6 +244,10 @@ def test_the_status_command_is_squeue_where_sacct_has_nothing(
     monkeypatch.setenv("PATH", _fake_sacct(tmp_path, 1))
     assert status_command() == "squeue"
     monkeypatch.setenv("PATH", _fake_sacct(tmp_path, 0))
+    assert status_command() == "sacct"
+    # a database that is down for a while: the executor's to report, not a reason to poll
+    # with squeue, which forgets a job that ended a while ago
+    monkeypatch.setenv("PATH", _fake_sacct(tmp_path, 1, "slurmdbd: Connection refused"))
     assert status_command() == "sacct"
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))  # no sacct at all
     assert status_command() == "squeue"

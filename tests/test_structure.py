@@ -14,7 +14,7 @@ PACKAGE = ROOT / "workflow" / "ncuflow"
 # The shared base: modules at the package root that stages build on.
 BASE = {"vocab", "errors", "files", "schema", "plan", "limits", "ncu", "gpu", "expr", "metrics",
         "breakdown", "console", "tf32", "reference", "runlog", "runlock", "children",
-        "nvrtc", "nvml"}  # fmt: skip
+        "nvrtc", "nvml", "slurm_profile"}  # fmt: skip
 STAGES = {"spec", "study", "search", "measure", "profile", "analyze", "device", "report", "capture",
           "runners", "check", "compile"}  # fmt: skip
 MAX_LINES, MAX_FUNCTION_LINES = 450, 80

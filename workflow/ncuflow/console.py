@@ -11,9 +11,14 @@ SCHEDULER_LINES = ("Select jobs to execute...",)
 JOB_CHATTER = ("job_started", "job_info", "group_info")
 
 
-def _is_progress_or_error(record: logging.LogRecord) -> bool:
+def event_name(record: logging.LogRecord) -> str | None:
+    """The Snakemake log event a record reports (``job_error``...), None for a plain line."""
     event = getattr(record, "event", None)
-    if getattr(event, "value", event) in JOB_CHATTER:
+    return getattr(event, "value", event)
+
+
+def _is_progress_or_error(record: logging.LogRecord) -> bool:
+    if event_name(record) in JOB_CHATTER:
         return False
     return record.getMessage() not in SCHEDULER_LINES
 

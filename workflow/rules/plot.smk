@@ -25,9 +25,7 @@ rule plot:
                 f"results/{{experiment}}/{figure}.png",
                 caption=f"../report/{figure}.rst",
                 category="{experiment}",
-                labels=FIGURE_LABELS.get(
-                    figure, {"#": "08", "result": figure.replace("_", " ")}
-                ),
+                labels=FIGURE_LABELS[figure],
             )
             for figure in STANDARD_FIGURES
         },

@@ -225,9 +225,11 @@ def markdown(rows: pd.DataFrame, only: dict[str, Any], name_a: str, name_b: str,
     lines = [f"# {name_b} against {name_a}", "",
              f"{len(rows)} configurations measured ok on both sides; speedup = time on A / "
              "time on B (above 1: B is faster).", "",
-             "Verdict from each configuration's timed repeats: the 95 % bootstrap interval "
-             f"of the speedup against a least change of {least_effect:.0%} (FASTER, SLOWER, "
-             "SAME, or AMBIGUOUS where the repeats cannot tell); HOST where a change is "
+             "Verdict from each configuration's timed repeats (its rounds' medians where it "
+             "has rounds): bootstrap intervals of the speedup against a least change of "
+             f"{least_effect:.0%}: FASTER or SLOWER where the whole 95 % interval lies beyond "
+             "it, SAME where the 90 % interval lies within it, AMBIGUOUS where the repeats "
+             "cannot tell; HOST where a change is "
              "what the two hosts' SM clocks (compute- and latency-bound configurations) or "
              "measured ceilings (memory-bound ones) make of it.", "",
              *hosts_lines(only), "",

@@ -35,6 +35,7 @@ from .style import (
     free_dims,
     legend,
     log_axis,
+    log_places,
     marker_areas,
     marks,
     near_sizes,
@@ -277,7 +278,7 @@ def traffic(table: pd.DataFrame, family: Family, styles: Styles, device: dict[st
     ax.plot([lo, hi], [lo, hi], color="0.4", lw=0.8)
     ax.plot([lo, hi], [lo / 10, hi / 10], color="0.6", lw=0.6, ls=":")
     # each line's label on its side away from the data, where along it no point lies
-    along = hi / 1.2 / 1.5 ** np.arange(np.log(hi / lo) / np.log(1.5))
+    along = log_places(lo, hi, 1.2, 1.5)
     FreeLabel(ax, [(x, x) for x in along], "measured = model", ha="right", va="bottom",
               fontsize=7, color="0.4")  # fmt: skip
     FreeLabel(ax, [(x, x / 10) for x in along], "10× below the model", ha="left", va="top",

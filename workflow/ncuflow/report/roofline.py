@@ -23,6 +23,7 @@ from .style import (
     free_dims,
     legend,
     log_axis,
+    log_places,
     marker_areas,
     marks,
     measured_ceiling,
@@ -202,7 +203,7 @@ def _ceilings(
     for value, style in zip(bandwidth, ("-", "--"), strict=True):
         if value > 0:
             ax.plot(x, np.minimum(x * value, top) / scale, color="0.3", lw=0.9, ls=style)
-    along = hi / 1.05 / 1.6 ** np.arange(np.log(hi / lo) / np.log(1.6))
+    along = log_places(lo, hi, 1.05, 1.6)
     for roof, (theory, measured) in roofs.items():
         text = (f"{PRECISIONS[roof].label} {theory / scale:,.3g}", f" {unit}")
         flat_ceiling(ax, (theory, measured), scale, text, [(a, theory / scale) for a in along],

@@ -19,6 +19,7 @@ import pandas as pd
 from ..analyze.why import STALL_REASONS
 from ..spec import Family
 from ..vocab import EXPLAIN, OK, SOURCE, SWEEP
+from .summary import bound_and_level
 
 # (column, what it is, kind): kind "count" compares ratios, "pct" points.
 MOVERS = (
@@ -92,11 +93,6 @@ def _deepest(findings: pd.DataFrame) -> str:
     return next((t for t in (SOURCE, EXPLAIN) if t in tiers), SWEEP)
 
 
-def _bound(row: pd.Series) -> str:
-    bound = row.get("bound")
-    return f"{bound} ({row.get('bound_level')})" if isinstance(bound, str) and bound else "–"
-
-
 def rung_changes(table: pd.DataFrame, family: Family, findings: pd.DataFrame) -> pd.DataFrame:
     """One row per size and pair of consecutive rungs that both measured ok."""
     dims = family.problem_columns
@@ -122,7 +118,8 @@ def rung_changes(table: pd.DataFrame, family: Family, findings: pd.DataFrame) ->
                 "moved": ", ".join(moved(ra, rb)),
                 "findings_new": ", ".join(sorted(after - before)),
                 "findings_gone": ", ".join(sorted(before - after)),
-                "bound_from": _bound(ra), "bound_to": _bound(rb),
+                "bound_from": bound_and_level(ra.get("bound"), ra.get("bound_level")),
+                "bound_to": bound_and_level(rb.get("bound"), rb.get("bound_level")),
             })  # fmt: skip
     return pd.DataFrame(rows, columns=RUNG_COLUMNS)
 

@@ -169,7 +169,7 @@ def size_handle(family: Family) -> Line2D:
 def legend(ax: Any, handles: list[Any], title: str | None = None) -> None:
     """The legend beside ``ax``, hanging from its top: in one column, or in as many as keep
     it within the figure (a ladder's variants and markers outnumber a figure's lines)."""
-    fig = ax.get_figure(root=True)
+    fig = ax.figure
     room = (fig.get_figheight() - LEGEND_MARGINS) * fig.dpi
     for columns in range(1, MAX_LEGEND_COLUMNS + 1):
         made = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
@@ -338,7 +338,7 @@ def flat_ceiling(
 def drawn_points(ax: Any) -> np.ndarray:
     """The data points ``ax`` draws within its view, rows of (x, y, radius) in pixels: its
     scatters' markers and its lines' markers."""
-    dpi, rows = ax.get_figure(root=True).dpi, []
+    dpi, rows = ax.figure.dpi, []
     for c in ax.collections:
         if isinstance(c, PathCollection) and c.get_visible() and len(c.get_offsets()):
             xy = c.get_offset_transform().transform(np.asarray(c.get_offsets(), dtype=float))
@@ -353,6 +353,12 @@ def drawn_points(ax: Any) -> np.ndarray:
     inside = ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1)
               & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1))  # fmt: skip
     return points[inside & np.isfinite(points).all(axis=1)]
+
+
+def log_places(lo: float, hi: float, first: float, ratio: float) -> np.ndarray:
+    """Places for a FreeLabel along a log axis from ``hi`` down to ``lo``: ``hi / first``,
+    then each ``ratio`` times below the one before."""
+    return hi / first / ratio ** np.arange(np.log(hi / lo) / np.log(ratio))
 
 
 class FreeLabel(Text):

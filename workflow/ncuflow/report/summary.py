@@ -117,11 +117,18 @@ def _intensities(row: object) -> str:
     return f"{model:.1f}{measured}"
 
 
+def bound_and_level(bound: object, level: object, empty: str = "–") -> str:
+    """A row's bound with the level it names, "memory (dram)"; ``empty`` where it has none."""
+    if not isinstance(bound, str) or not bound:
+        return empty
+    return f"{bound} ({level})" if isinstance(level, str) and level else bound
+
+
 def _row_cells(row: Any) -> list[str]:
     """One row of the Markdown table, a cell per column of ``markdown``'s heading."""
     library = (f"{_cell(row.pct_of_library, '.1f')} ({row.library})"
                if isinstance(row.library, str) else "–")  # fmt: skip
-    bound = f"{row.bound} ({row.bound_level})" if isinstance(row.bound, str) and row.bound else "–"
+    bound = bound_and_level(row.bound, row.bound_level)
     failed = f" ({row.failed} of {row.configurations} failed)" if row.failed else ""
     finding = "–"
     if isinstance(row.top_finding, str) and row.top_finding:

@@ -25,6 +25,7 @@ import pandas as pd
 from ..analyze.why import ranked
 from ..files import atomic_write
 from ..spec import Family
+from .summary import bound_and_level
 
 STYLE = """
 body { font: 13px system-ui, sans-serif; margin: 12px; color: #222; }
@@ -177,12 +178,6 @@ def _heading(frame: pd.DataFrame, sources: Sequence[tuple[str, str]]) -> pd.Data
     return shown
 
 
-def _bound(bound: object, level: object) -> str:
-    if not isinstance(bound, str) or not bound:
-        return ""
-    return f"{bound} ({level})" if isinstance(level, str) and level else bound
-
-
 def summary_view(summary: pd.DataFrame, dims: Sequence[str]) -> tuple[pd.DataFrame, str]:
     """The summary (``report.summary.summarize``) as the report shows it, and the sentence
     naming what every row shares: variant, size, time, throughput, % of library and bound
@@ -191,7 +186,7 @@ def summary_view(summary: pd.DataFrame, dims: Sequence[str]) -> tuple[pd.DataFra
     speedup's names the rung); a dimension with one value in every row, and an empty
     column, left out."""
     frame = summary.copy()
-    frame["bound_shown"] = [_bound(b, lv) for b, lv in
+    frame["bound_shown"] = [bound_and_level(b, lv, "") for b, lv in
                             zip(frame["bound"], frame["bound_level"], strict=True)]  # fmt: skip
     unit, over = _one(frame.get("unit")), _one(frame.get("speedup_over"))
     sources = [
@@ -280,7 +275,8 @@ def findings_view(findings: pd.DataFrame, table: pd.DataFrame,
                        zip(rows.get("title", rule), rule, strict=True)]  # fmt: skip
     sources = [("variant", "variant"), *((d, d) for d in dims),
                ("configuration", "configuration"), ("speedup_pct", "est. speedup (%)"),
-               ("finding", "finding"), ("kernel_name", "kernel"), ("tier", "tier"),
+               ("finding", "finding"), ("kernel_name", "kernel"), ("kernel_id", "kernel #"),
+               ("tier", "tier"),
                ("message", "message"), ("rule", "rule"), ("config_id", "config_id")]  # fmt: skip
     shown, note = one_value(_heading(rows, sources), dims)
     return without_empty(shown), note

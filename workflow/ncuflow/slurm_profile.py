@@ -23,6 +23,8 @@ import re
 import shutil
 import subprocess
 
+from .console import event_name
+
 # The executor's messages for a submission that sbatch refused (up to the sbatch command it
 # adds), and for one it did not make (up to the line Snakemake adds); and its own line for the
 # latter, which says what that job error says.
@@ -47,18 +49,22 @@ TROUBLESHOOTING = "docs/troubleshooting.md#slurm"
 
 
 def status_command(timeout_s: float = 10.0) -> str:
-    """``sacct`` where Slurm's accounting answers a query, ``squeue`` where it does not (no
-    accounting database, or no ``sacct`` at all)."""
+    """``squeue`` where Slurm keeps no accounting (no ``sacct``, or one that says accounting
+    storage is disabled), ``sacct`` otherwise: a slow or failing accounting database is the
+    executor's to report, not a reason to poll with ``squeue``, which forgets a job MinJobAge
+    after it ends and could leave the run waiting for one it missed."""
     sacct = shutil.which("sacct")
     if sacct is None:
         return "squeue"
     query = [sacct, "--noheader", "--allocations", "--starttime", "now", "--endtime", "now",
              "--format", "JobIDRaw"]  # fmt: skip
     try:
-        answer = subprocess.run(query, capture_output=True, timeout=timeout_s, check=False)
+        answer = subprocess.run(query, capture_output=True, text=True, timeout=timeout_s,
+                                check=False)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
-        return "squeue"
-    return "sacct" if answer.returncode == 0 else "squeue"
+        return "sacct"
+    disabled = "accounting storage is disabled" in (answer.stdout + answer.stderr).lower()
+    return "squeue" if answer.returncode != 0 and disabled else "sacct"
 
 
 def refusal(rule_msg: str) -> tuple[str, str] | None:
@@ -87,7 +93,7 @@ class OneLineSlurmErrors(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         event = getattr(record, "event", None)
-        if getattr(event, "value", event) == "job_error":
+        if event_name(record) == "job_error":
             refused = refusal(str(getattr(record, "rule_msg", None) or ""))
             if refused is None:
                 return True
