@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.axis import Axis
-from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from matplotlib.legend import Legend
 from matplotlib.text import Text
@@ -27,7 +25,7 @@ from matplotlib.transforms import Bbox
 from conftest import CAPTURE, ROOT, replayed
 from ncuflow.files import read_config, read_json
 from ncuflow.report.figures import FIGURES, figure
-from ncuflow.report.style import SAVE, Styles, finish
+from ncuflow.report.style import SAVE, Styles, drawn_points, finish, points_under
 from ncuflow.runners.replay import ReplayRunner
 from ncuflow.spec import load_family
 from ncuflow.study.config import load_study
@@ -76,38 +74,9 @@ def drawn_texts(fig: Figure) -> list[tuple[str, Text]]:
     return [(w, t) for w, t in found if t.get_visible() and t.get_text().strip()]
 
 
-def drawn_points(ax: Any) -> np.ndarray:
-    """The data points ``ax`` draws within its view, as rows (x, y, radius) in pixels:
-    its scatters' markers and its lines' markers."""
-    dpi = ax.figure.dpi
-    rows = []
-    for c in ax.collections:
-        if isinstance(c, PathCollection) and c.get_visible() and len(c.get_offsets()):
-            xy = c.get_offset_transform().transform(np.asarray(c.get_offsets(), float))
-            radius = np.broadcast_to(np.sqrt(c.get_sizes()) / 2 * dpi / 72, len(xy))
-            rows.append(np.column_stack([xy, radius]))
-    for line in ax.get_lines():
-        if line.get_visible() and line.get_marker() not in (None, "None", "none", "", " "):
-            xy = line.get_transform().transform(np.asarray(line.get_xydata(), float))
-            radius = np.full(len(xy), line.get_markersize() / 2 * dpi / 72)
-            rows.append(np.column_stack([xy, radius]))
-    points = np.concatenate(rows) if rows else np.empty((0, 3))
-    box = ax.bbox
-    inside = ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1)
-              & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1))  # fmt: skip
-    return points[inside & np.isfinite(points).all(axis=1)]
-
-
 def _overlap(a: Bbox, b: Bbox) -> bool:
     return (min(a.x1, b.x1) - max(a.x0, b.x0) > TOUCH_PX
             and min(a.y1, b.y1) - max(a.y0, b.y0) > TOUCH_PX)  # fmt: skip
-
-
-def _covered(box: Bbox, points: np.ndarray) -> np.ndarray:
-    """The points whose marker (a disc of its radius) reaches into ``box``."""
-    dx = np.maximum.reduce([box.x0 - points[:, 0], points[:, 0] - box.x1, np.zeros(len(points))])
-    dy = np.maximum.reduce([box.y0 - points[:, 1], points[:, 1] - box.y1, np.zeros(len(points))])
-    return points[np.hypot(dx, dy) < points[:, 2] - TOUCH_PX]
 
 
 def layout_problems(fig: Figure, save: dict[str, Any] | None = None) -> list[str]:
@@ -136,7 +105,7 @@ def layout_problems(fig: Figure, save: dict[str, Any] | None = None) -> list[str
         points = drawn_points(ax)
         for text in ax.texts:
             if text.get_visible() and text.get_text().strip() and text.get_bbox_patch() is None:
-                hit = _covered(text.get_window_extent(renderer), points)
+                hit = points_under(text.get_window_extent(renderer), points, TOUCH_PX)
                 if len(hit):
                     problems.append(f"under {len(hit)} point(s): {text.get_text()!r}")
     return problems

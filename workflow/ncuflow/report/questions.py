@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ..study.questions import Question
+from .summary import written
 
 HEADING = "## The report's questions"
 # A question asked at more problems than this lists the first ones and counts the rest.
@@ -21,11 +22,7 @@ LISTED = 6
 
 
 def _problem(row: pd.Series, columns: Sequence[str]) -> str:
-    return ", ".join(f"{c} = {_number(row[c])}" for c in columns)
-
-
-def _number(value: object) -> str:
-    return f"{int(value)}" if float(value).is_integer() else f"{float(value):g}"  # type: ignore[arg-type]
+    return ", ".join(f"{c} = {written(row[c])}" for c in columns)
 
 
 def _at(summary: pd.DataFrame, question: Question) -> pd.DataFrame:
@@ -109,7 +106,7 @@ def answer(summary: pd.DataFrame, question: Question, columns: Sequence[str]) ->
     (variant,) = question.variants
     rows = rows[rows["variant"] == variant]
     if rows.empty:
-        fixed = ", ".join(f"{c} = {_number(v)}" for c, v in question.at.items())
+        fixed = ", ".join(f"{c} = {written(v)}" for c, v in question.at.items())
         return f"not answered: no configuration of {variant} measured ok" + (
             f" at {fixed}" if fixed else ""
         )

@@ -355,6 +355,14 @@ def drawn_points(ax: Any) -> np.ndarray:
     return points[inside & np.isfinite(points).all(axis=1)]
 
 
+def points_under(box: Any, points: np.ndarray, margin_px: float = 0.0) -> np.ndarray:
+    """Those of ``points`` (``drawn_points``) whose marker, a disc of its radius less
+    ``margin_px``, reaches into the pixel box ``box``."""
+    dx = np.maximum(np.maximum(box.x0 - points[:, 0], points[:, 0] - box.x1), 0)
+    dy = np.maximum(np.maximum(box.y0 - points[:, 1], points[:, 1] - box.y1), 0)
+    return points[np.hypot(dx, dy) < points[:, 2] - margin_px]
+
+
 def log_places(lo: float, hi: float, first: float, ratio: float) -> np.ndarray:
     """Places for a FreeLabel along a log axis from ``hi`` down to ``lo``: ``hi / first``,
     then each ``ratio`` times below the one before."""
@@ -379,9 +387,7 @@ class FreeLabel(Text):
             box = self.get_window_extent(renderer)
             outside = not (box.x0 >= frame.x0 and box.x1 <= frame.x1
                            and box.y0 >= frame.y0 and box.y1 <= frame.y1)  # fmt: skip
-            dx = np.maximum(np.maximum(box.x0 - points[:, 0], points[:, 0] - box.x1), 0)
-            dy = np.maximum(np.maximum(box.y0 - points[:, 1], points[:, 1] - box.y1), 0)
-            costs.append((outside, int((np.hypot(dx, dy) < points[:, 2]).sum()), i))
+            costs.append((outside, len(points_under(box, points)), i))
             if costs[-1][:2] == (False, 0):
                 break
         self.set_position(self.places[min(costs)[2]])

@@ -117,6 +117,14 @@ def _intensities(row: object) -> str:
     return f"{model:.1f}{measured}"
 
 
+def written(value: object) -> str:
+    """A parameter's or a size's value as a reader writes it: 32, not 32.0; 0.5; text as
+    it is."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{int(value)}" if float(value).is_integer() else f"{float(value):g}"
+    return str(value)
+
+
 def bound_and_level(bound: object, level: object, empty: str = "–") -> str:
     """A row's bound with the level it names, "memory (dram)"; ``empty`` where it has none."""
     if not isinstance(bound, str) or not bound:

@@ -25,7 +25,7 @@ import pandas as pd
 from ..analyze.why import ranked
 from ..files import atomic_write
 from ..spec import Family
-from .summary import bound_and_level
+from .summary import bound_and_level, written
 
 STYLE = """
 body { font: 13px system-ui, sans-serif; margin: 12px; color: #222; }
@@ -142,13 +142,6 @@ def write_html_table(frame: pd.DataFrame, path: Path, title: str, note: str = ""
     atomic_write(path, html_table(frame, title, note, wrap))
 
 
-def _value(value: object) -> str:
-    """A parameter's or a dimension's value as a reader writes it: 32, not 32.0."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 def _one(column: pd.Series | None) -> object | None:
     """The value every row of ``column`` holds, or None where they differ (or none has
     one)."""
@@ -165,7 +158,7 @@ def one_value(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[pd.DataFrame
             if c in frame and len(frame) > 1 and frame[c].nunique(dropna=False) == 1]  # fmt: skip
     if not same:
         return frame, ""
-    named = ", ".join(f"{c} = {_value(frame[c].iloc[0])}" for c in same)
+    named = ", ".join(f"{c} = {written(frame[c].iloc[0])}" for c in same)
     return frame.drop(columns=same), f"Every row: {named}."
 
 
@@ -233,7 +226,7 @@ def differing(configs: pd.DataFrame, params: Mapping[str, Sequence[str]]) -> pd.
     for variant, rows in configs.groupby("variant", sort=False):
         names = [p for p in params.get(str(variant), ())
                  if p in rows and rows[p].nunique(dropna=False) > 1]  # fmt: skip
-        labels[rows.index] = [", ".join(f"{p}={_value(row[p])}" for p in names)
+        labels[rows.index] = [", ".join(f"{p}={written(row[p])}" for p in names)
                               for _, row in rows.iterrows()]  # fmt: skip
     return labels
 
