@@ -55,11 +55,12 @@ from ncuflow.capture.records import REPLAY_CHECKED, unreplayable
 from ncuflow.device.mode import mode_line, replays_here
 from ncuflow.errors import NcuflowError
 from ncuflow.files import local_path, read_config, write_if_changed
-from ncuflow.study.checks import coerce_overrides
+from ncuflow.study.checks import coerce_overrides, study_energy_seconds
 from ncuflow.study.config import load_study
 from ncuflow.study.questions import questions_json
 from ncuflow.vocab import (
     CHUNKS,
+    ENERGY_FIGURE,
     MEASURE,
     NCU_LONG,
     PLAN,
@@ -112,6 +113,9 @@ MODE_ARGS = ["--mode", config["mode"], "--ncu", config["ncu"]["path"]]
 MODE_ARGS += ["--capture", str(local_path(CAPTURE))]
 # What ncu is asked for: the profile stage's settings, which a replay's collect compares
 # with those the capture recorded.
+# The energy tier's seconds, where any experiment has it: the device's energy ceilings
+# are then measured too (rule energy_ceilings), apart from its rate ceilings.
+ENERGY_S = study_energy_seconds(config)
 NCU_ARGS = ["--clock-control", config["ncu"]["clock_control"]]
 NCU_ARGS += ["--sections", config["ncu"]["sections"]]
 NCU_ARGS += ["--metrics", config["ncu"]["extra_metrics"]]
@@ -170,6 +174,7 @@ localrules:
     plot,
     family_figure,
     search_figure,
+    energy_figure,
     summary,
     device_table,
     devices,

@@ -112,6 +112,7 @@ STUDIES = {
     # experiments/gate.yaml's second run on one H200 and its run on another (issue 46)
     "h200-gate-b": ROOT / "experiments" / "gate.yaml",
     "h200-gate-host2": ROOT / "experiments" / "gate.yaml",
+    "h200-energy-b": ROOT / "experiments" / "energy.yaml",  # its second run on one H200
     **{
         yaml.safe_load(p.read_text())["capture"]: p  # the capture a study file names
         for p in sorted((ROOT / "experiments").glob("*.yaml"))

@@ -118,3 +118,19 @@ def test_measure_ceilings_on_the_gpu() -> None:
         assert entry["repeats"] >= 15
         assert math.isfinite(entry["spread_pct"]) and entry["spread_pct"] >= 0
         assert entry["method"]
+
+
+@pytest.mark.gpu
+def test_energy_ceilings_on_the_gpu() -> None:
+    """The energy tier's ceilings (rule energy_ceilings): FP32, FP16-tensor and DRAM, in
+    work per joule, each the best of its patterns, at a power NVML measured."""
+    lines: list[str] = []
+    result = ceilings.measure_energy_ceilings(lines.append, 0.5)
+    units = {"energy_fp32": "FLOP/J", "energy_tensor_fp16": "FLOP/J", "energy_dram": "byte/J"}
+    assert set(units) == set(ceilings.ENERGY_CEILINGS) == set(result), lines
+    for name, unit in units.items():
+        entry = result[name]
+        assert entry["unit"] == unit and entry["value"] > 0 and entry["avg_power_w"] > 0
+        assert entry["value"] == max(p["value"] for p in entry["patterns"].values())
+    assert set(result["energy_dram"]["patterns"]) == set(ceilings.ENERGY_PATTERNS["dram"]), lines
+    assert result["energy_fp32"]["value"] < result["energy_tensor_fp16"]["value"]

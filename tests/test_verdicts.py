@@ -13,6 +13,13 @@ from ncuflow.analyze.verdicts import above_ceilings, agreement
 from ncuflow.files import read_json
 
 ALL = sorted(p.name for p in CAPTURES.iterdir() if (p / "capture.json").is_file())
+# Captures whose own ceilings a row exceeds, and why (each test fails there on purpose).
+LOW_CEILINGS = {
+    "h200-energy": "its tensor_fp16 ceiling (cuBLAS FP16 at 8192³, 741 TFLOP/s, power-limited) "
+    "was measured after 4 s of energy runs at up to 600 W, 5-6 % under the H200's other "
+    "captures (784-792), and its cuBLAS FP16 row at 4096³ ran at 750; the ceilings stage "
+    "measures the energy ceilings apart since (rule energy_ceilings)",
+}
 
 
 def _tables(capture: str) -> pd.DataFrame:
@@ -39,12 +46,15 @@ def _patterned(capture: str) -> dict:
     if any("patterns" in e for e in device.get("ceilings", {}).values()):
         return device["ceilings"]
     same = [read_json(CAPTURES / c / "device.json") for c in ALL]
-    same = [d for d in same if d.get("name") == device.get("name")
+    same = [d for c, d in zip(ALL, same, strict=True) if d.get("name") == device.get("name")
+            and c not in LOW_CEILINGS
             and any("patterns" in e for e in d.get("ceilings", {}).values())]  # fmt: skip
     return max(same, key=lambda d: d["date"])["ceilings"] if same else {}
 
 
-@pytest.mark.parametrize("capture", ALL)
+@pytest.mark.parametrize("capture", [
+    pytest.param(c, marks=pytest.mark.xfail(reason=LOW_CEILINGS[c], strict=True))
+    if c in LOW_CEILINGS else c for c in ALL])  # fmt: skip
 def test_no_row_is_above_its_measured_ceiling(capture: str) -> None:
     ceilings = _patterned(capture)
     assert ceilings, f"no capture of {capture}'s GPU measured ceilings by patterns"

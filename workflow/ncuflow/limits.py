@@ -25,15 +25,18 @@ def slowest_launch_s(row: ConfigRow) -> float:
 
 
 def time_limit(timing: Timing, row: ConfigRow) -> float:
-    """Seconds a configuration may take (compile, check, time): timing.timeout_s, or the
-    floor plus twice the timing budget plus ten times its warm-up, checked and first timed
-    launches at the slowest rate."""
+    """Seconds a configuration may take (compile, check, time, and its energy tier):
+    timing.timeout_s, or the floor plus twice the timing budget plus ten times its warm-up,
+    checked and first timed launches at the slowest rate; either with twice the energy
+    tier's seconds (timing.energy_s) beside."""
+    energy = 2 * float(timing.energy_s or 0.0)
     if timing.timeout_s:
-        return float(timing.timeout_s)
+        return float(timing.timeout_s) + energy
     return (
         float(timing.timeout_floor_s)
         + 2 * float(timing.budget_s)
         + (10 * (int(timing.warmup) + 2) * slowest_launch_s(row))
+        + energy
     )
 
 

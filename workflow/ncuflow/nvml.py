@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import statistics
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 # The clock-event reasons (nvmlClocksEventReason*) that mean the GPU lowered its clocks for
@@ -138,7 +140,7 @@ class ClockWatch:
         if not self.works or not self.clocks:
             return {}
         after = self._violation_ns()
-        seen = [name for bit, name in THROTTLE_REASONS.items() if self.reasons & bit]
+        seen = throttle_reasons(self.reasons)
         seen += [f"{policy} violation for {(after[policy] - ns) / 1e6:.3g} ms"
                  for policy, ns in self.violations.items()
                  if policy in after and after[policy] > ns]  # fmt: skip
@@ -163,3 +165,75 @@ class ClockWatch:
             if status is not None:
                 out[name] = int(status.violationTime)
         return out
+
+
+@dataclass(frozen=True)
+class PowerSample:
+    """One reading of NVML while a configuration runs back to back: the host's clock (s
+    since the epoch), the energy counter (mJ since the driver loaded) and the driver's
+    time of that value (s since the epoch: it changes only when NVML refreshes it, about
+    every 100 ms on an H200), the instantaneous power (W), the SM and memory clocks (MHz),
+    the temperature (°C) and the clock-event reasons (a bit mask, THROTTLE_REASONS)."""
+
+    at_s: float
+    energy_mj: int | None
+    energy_at_s: float | None
+    power_w: float | None
+    sm_clock_mhz: int | None
+    memory_clock_mhz: int | None
+    temperature_c: int | None
+    reasons: int
+
+
+class PowerWatch:
+    """NVML's energy counter, power, clocks and temperature, read (``sample``) while a
+    configuration runs back to back (measure.energy). One read of the counter takes about
+    4 ms (H200, 2026-11-29), so a watch samples every few ms at best."""
+
+    def __init__(self) -> None:
+        self.nvml, self.device = _nvml(), handle()
+        self.samples: list[PowerSample] = []
+        nvml = self.nvml
+        self.fields = [] if nvml is None else [nvml.NVML_FI_DEV_ENERGY,
+                                                nvml.NVML_FI_DEV_POWER_INSTANT]  # fmt: skip
+
+    @property
+    def works(self) -> bool:
+        return self.nvml is not None and self.device is not None
+
+    def power_limit_w(self) -> float | None:
+        nvml, device = self.nvml, self.device
+        return _read(lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(device) / 1e3)
+
+    def start(self) -> None:
+        self.samples = []
+
+    def sample(self) -> None:
+        nvml, device = self.nvml, self.device
+        energy = power = energy_at = None
+        values = _read(lambda: nvml.nvmlDeviceGetFieldValues(device, self.fields))
+        if values is not None:  # the counter with the driver's time of its value
+            if values[0].nvmlReturn == nvml.NVML_SUCCESS:
+                energy, energy_at = int(values[0].value.ullVal), values[0].timestamp / 1e6
+            if values[1].nvmlReturn == nvml.NVML_SUCCESS:
+                power = values[1].value.uiVal / 1e3
+        if energy is None:  # an older driver: the counter alone, timed by the host
+            energy = _read(lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(device))
+            energy_at = time.time() if energy is not None else None
+        if power is None:  # NVML's own average where the instantaneous power is missing
+            usage = _read(lambda: nvml.nvmlDeviceGetPowerUsage(device))
+            power = usage / 1e3 if usage is not None else None
+        self.samples.append(PowerSample(
+            at_s=time.time(), energy_mj=energy, energy_at_s=energy_at, power_w=power,
+            sm_clock_mhz=_read(lambda: nvml.nvmlDeviceGetClockInfo(device, nvml.NVML_CLOCK_SM)),
+            memory_clock_mhz=_read(lambda: nvml.nvmlDeviceGetClockInfo(device,
+                                                                        nvml.NVML_CLOCK_MEM)),
+            temperature_c=_read(lambda: nvml.nvmlDeviceGetTemperature(
+                device, nvml.NVML_TEMPERATURE_GPU)),
+            reasons=int(_read(lambda: nvml.nvmlDeviceGetCurrentClocksEventReasons(device)) or 0),
+        ))  # fmt: skip
+
+
+def throttle_reasons(reasons: int) -> list[str]:
+    """The names of the throttling clock-event reasons in a bit mask."""
+    return [name for bit, name in THROTTLE_REASONS.items() if reasons & bit]

@@ -70,6 +70,8 @@ class Timing:
     timeout_floor_s: float = 60
     flush_l2: bool = True
     rounds: int | None = None  # rounds of timing per configuration; None: one
+    # seconds each correct configuration runs back to back for its energy; None: no energy
+    energy_s: float | None = None
     l2_flush: str | None = None
     enqueue: str | None = None
 
@@ -313,6 +315,26 @@ class Record:
     sm_clock_mhz_timing_min: int | None = None
     throttle: str | None = None
     time_throttled: bool | None = None
+    # the energy tier (measure.energy), where timing.energy_s asks for it: joules and the
+    # GPU's time per launch back to back (hot caches), the average power from NVML's counter
+    # and from its samples, by which method, over how long a window of how many launches,
+    # the clocks and hottest temperature meanwhile, the power limit, what throttled ('' where
+    # nothing did) and whether it did, why a configuration has no energy, the tier's seconds
+    energy_j: float | None = None
+    energy_launch_ms: float | None = None
+    avg_power_w: float | None = None
+    avg_power_w_samples: float | None = None
+    energy_method: str | None = None
+    energy_window_s: float | None = None
+    energy_launches: int | None = None
+    sm_clock_mhz_energy: float | None = None
+    memory_clock_mhz_energy: float | None = None
+    temperature_c_energy: int | None = None
+    power_limit_w: float | None = None
+    energy_throttle: str | None = None
+    energy_throttled: bool | None = None
+    energy_note: str | None = None
+    energy_wall_s: float | None = None
     step_ms: dict[str, float] | None = None  # each launch's median, where there are several
     registers_per_thread_compiled: int | None = None
     static_smem_bytes: int | None = None

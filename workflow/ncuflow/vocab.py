@@ -108,6 +108,16 @@ SEARCH_FIGURE = "search_progress"  # a search's own: the best found against eval
 MEMORY, COMPUTE, LATENCY = "memory", "compute", "latency"
 # within a few points of the latency line: both candidates are named in bound_level
 BORDERLINE = "borderline"
+# what held the GPU's clocks down while a configuration ran, where something did
+# (analyze.energy.power_limited): its power limit, or its temperature
+POWER, THERMAL = "power", "thermal"
+
+# ---- the energy tier (measure.energy): its figure and table, where an experiment has it
+
+ENERGY_FIGURE = "energy"
+ENERGY_CEILINGS_JSON = "energy_ceilings.json"  # results/, rule energy_ceilings's
+# the device's energy ceilings (device.ceilings), kept with its other measured ceilings
+ENERGY_CEILING_NAMES = ("energy_fp32", "energy_tensor_fp16", "energy_dram")
 
 # ---- how timing was done, recorded in every plan's timing so that a capture timed
 # otherwise is told apart

@@ -17,9 +17,30 @@ rule ceilings:
         "{params.cmd} --log {log:q}"
 
 
+# The energy tier's ceilings (an FP32 FMA loop, cuBLAS FP16, DRAM streams run back to
+# back), for a study with energy: a rule of their own, so that turning the tier on or off
+# leaves the rate ceilings, and the searches and verdicts that read them, as they were.
+rule energy_ceilings:
+    input:
+        SOURCE,
+    output:
+        "results/energy_ceilings.json",
+    log:
+        "results/logs/energy_ceilings.log",
+    resources:
+        gpu=1,
+    params:
+        cmd=lambda wc, output: command_line(
+            "energy-ceilings", "--out", output[0], "--seconds", ENERGY_S, MODE_ARGS
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"
+
+
 rule device_facts:
     input:
         ceilings="results/ceilings.json",
+        energy=["results/energy_ceilings.json"] if ENERGY_S else [],
         source=SOURCE,
     output:
         "results/device.json",
@@ -29,7 +50,9 @@ rule device_facts:
         gpu=1,  # the facts of the GPU the jobs run on, where they run
     params:
         cmd=lambda wc, input, output: command_line(
-            "device-facts", "--out", output[0], "--ceilings", input.ceilings, MODE_ARGS
+            "device-facts",
+            ["--out", output[0], "--ceilings", input.ceilings, MODE_ARGS],
+            ["--energy-ceilings", input.energy] if input.energy else [],
         ),
     shell:
         "{params.cmd} --log {log:q}"

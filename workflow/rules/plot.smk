@@ -112,3 +112,38 @@ rule search_figure:
         ),
     shell:
         "{params.cmd} --log {log:q}"
+
+
+# The energy tier's figure (energy against time, the energy roofline) and table (each
+# variant's most energy-efficient configuration per size beside its fastest), for an
+# experiment with energy.
+rule energy_figure:
+    input:
+        table="results/{experiment}/table.parquet",
+        device="results/device.json",
+    output:
+        png=report(
+            f"results/{{experiment}}/{ENERGY_FIGURE}.png",
+            caption=f"../report/{ENERGY_FIGURE}.rst",
+            category="{experiment}",
+            labels={"#": "12", "result": "energy: per launch, and its roofline"},
+        ),
+        svg=f"results/{{experiment}}/{ENERGY_FIGURE}.svg",
+        csv=f"results/{{experiment}}/{ENERGY_FIGURE}.csv",
+        html=report(
+            f"results/{{experiment}}/{ENERGY_FIGURE}.html",
+            caption="../report/energy_table.rst",
+            category="{experiment}",
+            labels={"#": "13", "result": "energy per variant: least beside fastest"},
+        ),
+    log:
+        f"results/{{experiment}}/logs/plot_{ENERGY_FIGURE}.log",
+    params:
+        cmd=lambda wc, input: command_line(
+            "plot",
+            ["--table", input.table, "--device", input.device],
+            ["--kernels-dir", str(STUDY.kernels_dir), "--figure", ENERGY_FIGURE],
+            ["--out-dir", f"results/{wc.experiment}"],
+        ),
+    shell:
+        "{params.cmd} --log {log:q}"

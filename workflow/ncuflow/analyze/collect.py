@@ -32,6 +32,7 @@ from ..vocab import (
     TIMED,
 )
 from .bound import classify, derived_columns
+from .energy import ENERGY_COLUMNS, add_energy_columns
 from .why import DURATION, WHY_COLUMNS, why_columns
 
 # A replay's capture folder and this config's ncu settings (NcuSettings.recorded()).
@@ -53,7 +54,7 @@ MEASURED = [
     "registers_per_thread",
     "shared_mem_per_block", "bound", "bound_level", "bound_reason", "bound_agrees",
     "bound_memory_pct", "bound_compute_pct",
-    *WHY_COLUMNS, "flops_check",
+    *WHY_COLUMNS, "flops_check", *ENERGY_COLUMNS,
 ]  # fmt: skip
 DETAILS = [
     "out_dtype", "baseline", "runs_on", "profiled", "merit", "speedup", "output_bytes",
@@ -247,6 +248,7 @@ def collect(
     missing = [c for c in dict.fromkeys(MEASURED + DETAILS) if c not in table]
     table = pd.concat([table, pd.DataFrame(np.nan, index=table.index, columns=missing)], axis=1)
     unchosen(table, profile, dims)
+    add_energy_columns(table)
     if family.speedup_over:
         table["speedup"] = speedups(table, family, dims)
     family_columns(table, family)
@@ -254,9 +256,11 @@ def collect(
         table[column] = table[column].astype("Int64")
     table["time_unstable"] = table["time_unstable"].astype("boolean")
     table["bound_agrees"] = table["bound_agrees"].astype("boolean")
+    table["energy_throttled"] = table["energy_throttled"].astype("boolean")
     for column in ("time_note", "bound", "bound_level", "bound_reason", "roof", "device",
                    "capture_mismatch", "ncu_bottleneck", "ncu_bottleneck_message",
-                   "top_finding", "top_finding_rule", "top_stall", "flops_check"):  # fmt: skip
+                   "top_finding", "top_finding_rule", "top_stall", "flops_check",
+                   "power_limited"):  # fmt: skip
         table[column] = table[column].astype("string")
     for column in ("repeats", "registers_per_thread", "ncu_kernels", "dynamic_smem"):
         table[column] = table[column].astype("Float64").astype("Int64")

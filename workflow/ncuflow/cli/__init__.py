@@ -135,12 +135,17 @@ def _profile(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
 def _device_facts(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     # facts only: any GPU will do, none is claimed
-    _runner(args, log, exclusive=False).device_facts(args.out, args.ceilings)
+    _runner(args, log, exclusive=False).device_facts(args.out, args.ceilings,
+                                                     args.energy_ceilings)  # fmt: skip
     log(args.out.read_text())
 
 
 def _ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
     _runner(args, log, exclusive=True).ceilings(args.out, log)
+
+
+def _energy_ceilings(args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    _runner(args, log, exclusive=True).energy_ceilings(args.out, log, args.seconds)
 
 
 def _compare(args: argparse.Namespace, log: Callable[[str], None]) -> int:
@@ -245,9 +250,16 @@ def _gpu_stages(sub: Subparsers) -> None:
                aliases=["device"])  # fmt: skip
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--ceilings", type=Path, help="ceilings.json measured on this device (gpu)")
+    p.add_argument("--energy-ceilings", type=Path, help="energy_ceilings.json, where measured")
     mode_args(p)
     p = stage_parser(sub, "ceilings", _ceilings, "measure the device's bandwidth and FLOP ceilings")
     p.add_argument("--out", type=Path, required=True)
+    mode_args(p)
+    p = stage_parser(sub, "energy-ceilings", _energy_ceilings,
+                     "measure the device's energy ceilings (rule energy_ceilings)")  # fmt: skip
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--seconds", type=float, required=True,
+                   help="how long each kernel runs back to back (the config's energy)")  # fmt: skip
     mode_args(p)
 
 

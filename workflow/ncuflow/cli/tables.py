@@ -13,7 +13,7 @@ from pathlib import Path
 from ..children import pool_worker
 from ..files import read_json
 from ..ncu import NcuSettings
-from ..vocab import SEARCH_FIGURE
+from ..vocab import ENERGY_FIGURE, SEARCH_FIGURE
 from .args import Subparsers, mode_args, ncu_args, stage_parser
 
 
@@ -59,6 +59,12 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
 
         rounds = [read_json(path, "a search round's proposals") for path in args.rounds]
         paths = search_progress(table, rounds, device, args.out_dir / SEARCH_FIGURE)
+    elif args.figure == ENERGY_FIGURE:
+        from ..report.energy import energy_figure, write_energy_table
+
+        family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
+        paths = energy_figure(table, family, device, args.out_dir / ENERGY_FIGURE)
+        write_energy_table(table, family, args.out_dir / f"{ENERGY_FIGURE}.csv")
     elif args.figure:
         family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
         paths = family_figure(table, family, args.figure, device, args.out_dir / args.figure)

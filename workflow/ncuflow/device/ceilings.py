@@ -13,6 +13,12 @@ Compute is in FLOP/s: ``fp32``, ``fp64`` and ``fp16`` (FMA chains in registers; 
 ``tensor_fp16``, ``tensor_tf32`` and, where CuPy has bfloat16 (from ml_dtypes),
 ``tensor_bf16``.
 
+With the energy tier (``energy:`` in the config), rule ``energy_ceilings`` measures the energy
+ceilings apart (``measure_energy_ceilings``: a study that turns the tier on or off keeps its
+rate ceilings, and what reads them), each kernel run back to back for the tier's seconds
+(measure.energy): ``energy_fp32`` and ``energy_tensor_fp16`` in FLOP/J, ``energy_dram`` in
+byte/J (the best of the memcpy and the 16-byte read and copy streams).
+
 Each value is the median over REPEATS timed launches (CUDA events), each sized to last about
 TARGET_S, after warm-up launches; the kernels fill every SM with as many blocks as can be
 resident at once. For a sanity check, an H100 SXM gives about 3.0 TB/s for the DRAM copy,
@@ -26,15 +32,18 @@ import math
 import re
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..gpu import cupy, toolkit_includes
+from ..gpu import cupy, gpu_properties, toolkit_includes
+from ..measure.energy import gpu_energy
 from ..metrics import LEVELS
+from ..nvml import PowerWatch
 from ..tf32 import matmul_tf32
+from ..vocab import ENERGY_CEILING_NAMES
 
 SOURCE = Path(__file__).with_name("ceilings.cu")
 # DRAM streams: arrays touched per element, and the element widths in bytes.
@@ -46,7 +55,13 @@ KERNELS = ("ffma_loop", "dfma_loop", "hfma2_loop", "l2_read", "l2_write", "l1_re
 # What is measured: a ceiling per memory level of the registry, and per precision below
 # (each a precision of the registry: tests/test_ceilings.py).
 CEILING_NAMES = (*LEVELS, "fp32", "fp64", "fp16", "tensor_fp16", "tensor_tf32", "tensor_bf16")
-OPTIONAL = ("tensor_bf16",)  # left out, with the reason logged, where CuPy cannot run it
+OPTIONAL = ("tensor_bf16",)
+# The energy ceilings (with the energy tier): each ceiling measured for its energy too, and
+# the patterns of each whose energy is measured.
+ENERGY_CEILINGS = dict(zip(ENERGY_CEILING_NAMES, ("fp32", "tensor_fp16", "dram"), strict=True))
+ENERGY_PATTERNS = {
+    "dram": ("memcpy", "read_16B", "copy_16B")
+}  # left out, with the reason logged, where CuPy cannot run it
 
 WARMUP = 5  # launches at least, and at least WARMUP_S of them, before timing
 WARMUP_S = 0.05
@@ -80,15 +95,21 @@ class _Device:
     sms: int
     l2_bytes: int
     log: Callable[[str], None]
+    sm_clock_max_mhz: float
+    energy_s: float | None = None  # the energy tier's seconds, None: no energy ceilings
+    # the patterns whose energy is measured once every rate is: (ceiling, pattern, launch,
+    # work, unit, method, ms a launch)
+    pending: list[tuple[Any, ...]] = field(default_factory=list)
 
 
-def _open_device(log: Callable[[str], None]) -> _Device:
+def _open_device(log: Callable[[str], None], energy_s: float | None) -> _Device:
     cp = cupy()
     source = SOURCE.read_text()
     module = cp.RawModule(code=source, options=("-std=c++17", *toolkit_includes()))
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     return _Device(cp, module, kernel_constants(source), int(props["multiProcessorCount"]),
-                   int(props["l2CacheSize"]), log)  # fmt: skip
+                   int(props["l2CacheSize"]), log, gpu_properties()["sm_clock_max_mhz"],
+                   energy_s)  # fmt: skip
 
 
 def _kernel(d: _Device, name: str, threads: int, carveout: int | None = None) -> tuple[Any, int]:
@@ -131,15 +152,22 @@ def _scale(d: _Device, launch: Callable[[int], None], count: int) -> int:
 
 
 def _measure(
-    d: _Device, launch: Callable[[], None], work: float, unit: str, method: str
-) -> dict[str, Any]:
-    """Warm up for WARMUP_S, time REPEATS launches: the rate work / median time."""
+    d: _Device, launch: Callable[[], None], work: float, unit: str, method: str,
+    energy: tuple[str, str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Warm up for WARMUP_S, time REPEATS launches: the rate work / median time; with the
+    energy tier, ``energy`` (the ceiling and the pattern, given for those ENERGY_CEILINGS
+    and ENERGY_PATTERNS name): its launch kept for its energy (measure_energy_ceilings)."""
     once = _time(d, launch, 1)[0]
     for _ in range(max(WARMUP, math.ceil(WARMUP_S / once))):
         launch()
     d.cp.cuda.Device().synchronize()
     rates = [work / seconds for seconds in _time(d, launch, REPEATS)]
     d.cp.cuda.Device().synchronize()  # raises any error the launches left
+    if d.energy_s is not None and energy is not None:  # run once every rate is timed
+        d.pending.append(
+            (*energy, launch, work, unit, method, 1e3 * work / statistics.median(rates))
+        )
     return {
         "value": float(statistics.median(rates)),
         "unit": unit,
@@ -152,23 +180,23 @@ def _measure(
 def best_of(patterns: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """A level's ceiling: its fastest pattern, with every pattern's rate and spread."""
     name = max(patterns, key=lambda k: patterns[k]["value"])
+    kept = ("value", "spread_pct", "method")  # an energy ceiling's run has no spread
     return {**patterns[name], "pattern": name,
-            "patterns": {k: {"value": v["value"], "spread_pct": v["spread_pct"],
-                             "method": v["method"]} for k, v in patterns.items()}}  # fmt: skip
+            "patterns": {k: {key: v[key] for key in kept if key in v}
+                         for k, v in patterns.items()}}  # fmt: skip
 
 
 def _dram(d: _Device) -> dict[str, Any]:
     cp = d.cp
     n = DRAM_BYTES // 4
     a, b, c = (cp.random.random(n, dtype=cp.float32) for _ in range(3))
-    stream = cp.cuda.get_current_stream()
 
-    def copy() -> None:
-        a.data.copy_from_device_async(b.data, b.nbytes, stream)
+    def copy() -> None:  # on the stream current when it runs: the energy tier captures it
+        a.data.copy_from_device_async(b.data, b.nbytes, cp.cuda.get_current_stream())
 
     method = (f"cudaMemcpyAsync device to device of {b.nbytes >> 20} MiB of random float32, "
               "counting the bytes read plus the bytes written.")  # fmt: skip
-    patterns = {"memcpy": _measure(d, copy, 2 * b.nbytes, "byte/s", method)}
+    patterns = {"memcpy": _measure(d, copy, 2 * b.nbytes, "byte/s", method, ("dram", "memcpy"))}
     for pattern, arrays in STREAM_ARRAYS.items():
         for width in STREAM_WIDTHS:
             fn, grid = _kernel(d, f"stream_{pattern}_{width}", d.k["THREADS"])
@@ -181,8 +209,10 @@ def _dram(d: _Device) -> dict[str, Any]:
             method = (f"stream_{pattern}_{width}: {grid} blocks x {d.k['THREADS']} threads "
                       f"stride over {arrays} array(s) of {DRAM_BYTES >> 20} MiB with "
                       f"{width}-byte elements, counting every byte read and written.")  # fmt: skip
-            patterns[f"{pattern}_{width}B"] = _measure(d, launch, arrays * DRAM_BYTES,
-                                                        "byte/s", method)  # fmt: skip
+            name = f"{pattern}_{width}B"
+            energy = ("dram", name) if name in ENERGY_PATTERNS["dram"] else None
+            patterns[name] = _measure(d, launch, arrays * DRAM_BYTES, "byte/s", method,
+                                      energy)  # fmt: skip
     return best_of(patterns)
 
 
@@ -286,10 +316,16 @@ def _fma(d: _Device, name: str, dtype: str, flop_per_fma: int, what: str) -> dic
         f"({flop_per_fma} FLOP each)."
     )
     work = grid * threads * iters * fmas * flop_per_fma
-    return _measure(d, lambda: launch(iters), work, "FLOP/s", method)
+    ceiling = {"float32": "fp32", "float64": "fp64", "float16": "fp16"}[dtype]
+    return _measure(d, lambda: launch(iters), work, "FLOP/s", method, _energy(ceiling, name))
 
 
-def _gemm(d: _Device, dtype: Any, label: str, tf32: bool = False) -> dict[str, Any]:
+def _energy(ceiling: str, pattern: str) -> tuple[str, str] | None:
+    """(ceiling, pattern) where the energy tier measures the ceiling's energy too."""
+    return (ceiling, pattern) if ceiling in ENERGY_CEILINGS.values() else None
+
+
+def _gemm(d: _Device, dtype: Any, label: str, ceiling: str, tf32: bool = False) -> dict[str, Any]:
     cp, n = d.cp, GEMM_N
     x = cp.random.random((n, n), dtype=cp.float32).astype(dtype)
     y = cp.random.random((n, n), dtype=cp.float32).astype(dtype)
@@ -302,7 +338,7 @@ def _gemm(d: _Device, dtype: Any, label: str, tf32: bool = False) -> dict[str, A
             cp.matmul(x, y, out=z)
 
     method = f"cuBLAS through cupy.matmul, {label}, {n}x{n}x{n} (2*n^3 FLOP)."
-    return _measure(d, launch, 2.0 * n**3, "FLOP/s", method)
+    return _measure(d, launch, 2.0 * n**3, "FLOP/s", method, _energy(ceiling, "cublas"))
 
 
 def _bf16_gemm(d: _Device) -> dict[str, Any] | None:
@@ -313,7 +349,7 @@ def _bf16_gemm(d: _Device) -> dict[str, Any] | None:
         d.log("tensor_bf16 skipped: CuPy takes bfloat16 from ml_dtypes, which is not installed")
         return None
     try:
-        return _gemm(d, ml_dtypes.bfloat16, "bfloat16 in and out")
+        return _gemm(d, ml_dtypes.bfloat16, "bfloat16 in and out", "tensor_bf16")
     except Exception as exc:  # CuPy before bfloat16 support, or no bfloat16 matmul
         d.log(f"tensor_bf16 skipped: CuPy cannot multiply bfloat16 matrices ({exc})")
         return None
@@ -321,7 +357,7 @@ def _bf16_gemm(d: _Device) -> dict[str, Any] | None:
 
 def measure_ceilings(log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
     """Every ceiling, keyed by the names in CEILING_NAMES (tensor_bf16 where it runs)."""
-    device = _open_device(log)
+    device = _open_device(log, None)
     cp = device.cp
     steps: dict[str, Callable[[], dict[str, Any] | None]] = {
         "dram": lambda: _dram(device),
@@ -336,8 +372,10 @@ def measure_ceilings(log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
         "fp32": lambda: _fma(device, "ffma_loop", "float32", 2, "FP32 FMAs"),
         "fp64": lambda: _fma(device, "dfma_loop", "float64", 2, "FP64 FMAs"),
         "fp16": lambda: _fma(device, "hfma2_loop", "float16", 4, "packed-half FMAs (HFMA2)"),
-        "tensor_fp16": lambda: _gemm(device, cp.float16, "float16 in and out"),
-        "tensor_tf32": lambda: _gemm(device, cp.float32, "float32 with TF32 compute", True),
+        "tensor_fp16": lambda: _gemm(device, cp.float16, "float16 in and out", "tensor_fp16"),
+        "tensor_tf32": lambda: _gemm(
+            device, cp.float32, "float32 with TF32 compute", "tensor_tf32", True
+        ),
         "tensor_bf16": lambda: _bf16_gemm(device),
     }
     ceilings: dict[str, dict[str, Any]] = {}
@@ -355,3 +393,40 @@ def measure_ceilings(log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
     ):
         log("warning: tensor_bf16 is under half of tensor_fp16; CuPy may not use tensor cores")
     return ceilings
+
+
+def measure_energy_ceilings(
+    log: Callable[[str], None], seconds: float
+) -> dict[str, dict[str, Any]]:
+    """The energy ceilings (ENERGY_CEILINGS, rule energy_ceilings): the kernels of the FP32,
+    FP16 tensor and DRAM ceilings set up (and timed, which sizes them) as for their rates,
+    then each pattern run back to back for ``seconds``; a ceiling is its best pattern."""
+    device = _open_device(log, seconds)
+    _dram(device)
+    _fma(device, "ffma_loop", "float32", 2, "FP32 FMAs")
+    _gemm(device, device.cp.float16, "float16 in and out", "tensor_fp16")
+    return _energy_ceilings(device)
+
+
+def _energy_ceilings(d: _Device) -> dict[str, dict[str, Any]]:
+    """The energy ceilings (ENERGY_CEILINGS): each pending pattern run back to back for the
+    energy tier's seconds, its work per joule; a ceiling is its best pattern."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for ceiling, pattern, launch, work, unit, method, launch_ms in d.pending:
+        run = gpu_energy(launch, True, d.energy_s or 0.0, launch_ms, PowerWatch(),
+                         d.sm_clock_max_mhz)  # fmt: skip
+        if not run.get("energy_j", 0) > 0:
+            d.log(f"{ceiling} {pattern}: no energy ({run.get('energy_note', '')})")
+            continue
+        found.setdefault(ceiling, {})[pattern] = {
+            "value": work / run["energy_j"], "unit": unit.replace("/s", "/J"),
+            "method": f"{method} Run back to back for {d.energy_s:g} s: "
+                      f"{run['avg_power_w']:.0f} W by the {run['energy_method']}.",
+            "avg_power_w": run["avg_power_w"]}  # fmt: skip
+    d.pending.clear()
+    out = {}
+    for name, measured in ENERGY_CEILINGS.items():
+        if measured in found:
+            entry = out[name] = best_of(found[measured])
+            d.log(f"{name}: {entry['value']:.4g} {entry['unit']} at {entry['avg_power_w']:.0f} W")
+    return out

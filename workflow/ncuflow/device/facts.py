@@ -95,7 +95,7 @@ def facts_rows(device: dict[str, Any]) -> list[tuple[str, str]]:
     rows.append(("numbers", footer(device)))
     for name, entry in sorted(device.get("ceilings", {}).items()):
         if isinstance(entry, dict) and entry.get("value"):
-            unit = "B/s" if name in LEVELS else "FLOP/s"
+            unit = entry.get("unit", "B/s" if name in LEVELS else "FLOP/s").replace("byte", "B")
             rows.append((f"measured ceiling: {name}", f"{entry['value']:.4g} {unit}"))
     return rows
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..gpu import cuda_errors, cupy, gpu_properties, measured_on
-from ..nvml import ClockWatch
+from ..nvml import ClockWatch, PowerWatch
 from ..plan import ConfigRow, Plan, Record, Timing, unfinished
 from ..runlog import add_time
 from ..spec import Family, Variant, load_variant
@@ -26,6 +26,7 @@ from ..vocab import COMPILE_ERROR, LAUNCH_ERROR, OK, SKIPPED, WRONG_RESULT, targ
 from . import journal
 from .build import LaunchRefused, timed_build
 from .clock import Gate, l2_flush, time_config
+from .energy import gpu_energy, host_energy
 from .journal import EXIT_CONTEXT_LOST
 from .problem import Problem, Work, by_problem, fresh_seed, inputs_seed
 from .timing import TimingPolicy, with_round
@@ -73,12 +74,13 @@ def measure_config(
     phases: dict[str, float] | None = None,
     notes: set[str] | None = None,
     watch: ClockWatch | None = None,
+    power: PowerWatch | None = None,
 ) -> Record:
     """Compile, check (poisoned outputs against the reference), then time one configuration;
     the seconds each took go into ``phases`` (build: loading the compile stage's cubin and
     binding arguments; compile where CuPy compiled instead, and why into ``notes``; first
     launch: the checked one, with its module load, a library's set-up, Triton's JIT; check:
-    the comparison; timing)."""
+    the comparison; timing; energy, where timing.energy_s asks for it and it checked)."""
     phases = {} if phases is None else phases
     build_errors, run_errors = _errors(variant)
     try:
@@ -107,7 +109,20 @@ def measure_config(
                                 watch=watch)  # fmt: skip
     except run_errors as exc:
         return record.updated(status=LAUNCH_ERROR, error=f"timed launch failed: {exc}")
-    return record.updated(**timed)
+    record = record.updated(**timed)
+    if timing.energy_s is None or record.status != OK:
+        return record
+    try:
+        with add_time(phases, "energy"):
+            if launcher.on_host:
+                energy = host_energy(launcher.launch, timing.energy_s)
+            else:
+                most = watch.max_mhz if watch else gpu_properties()["sm_clock_max_mhz"]
+                energy = gpu_energy(launcher.launch, launcher.gated, timing.energy_s,
+                                    timed["time_ms"], power or PowerWatch(), most)  # fmt: skip
+    except run_errors as exc:
+        return record.updated(status=LAUNCH_ERROR, error=f"launch for energy failed: {exc}")
+    return record.updated(**energy, energy_wall_s=phases["energy"])
 
 
 def missing_modules(variant: Variant) -> list[str]:
@@ -169,9 +184,11 @@ def measure_worker(worklist: Path, journal_path: Path) -> int:
     first_gpu = next((w for w in works if w.variant.runs_on == "gpu"), None)
     timers: tuple[Callable[[], None] | None, Gate | None] = (None, None)  # L2 flush, gate
     watch = None  # the SM clock and throttling while each GPU configuration is timed
+    power = None  # NVML's energy and power while one runs back to back (timing.energy_s)
     if first_gpu is not None:
         timers = (l2_flush() if first_gpu.plan.timing.flush_l2 else None), Gate()
         watch = ClockWatch(gpu_properties()["sm_clock_max_mhz"])
+        power = PowerWatch()
     devices = {on: measured_on(on) for on in {w.variant.runs_on for w in works}}
     for group in by_problem(works):
         drawn: dict[str, float] = {}
@@ -190,7 +207,7 @@ def measure_worker(worklist: Path, journal_path: Path) -> int:
                 record = retime(work, problem, done[target], flush, gate, watch)
             else:
                 record = measure_config(work.family, variant, work.row, problem, plan.timing,
-                                        flush, gate, phases, notes, watch)  # fmt: skip
+                                        flush, gate, phases, notes, watch, power)  # fmt: skip
                 record = record.updated(seed=work.seed, fingerprint=plan.fingerprint(work.row),
                                         device=devices[variant.runs_on])  # fmt: skip
             journal.finished(journal_path, target, record, phases, notes)

@@ -372,25 +372,34 @@ def log_places(lo: float, hi: float, first: float, ratio: float) -> np.ndarray:
 class FreeLabel(Text):
     """A label inside an axes that takes, as it is drawn (the layout final), the first of
     its ``places`` (data coordinates) where it lies inside the axes and covers no data
-    point; where none is free, the one inside that covers fewest."""
+    point nor a FreeLabel drawn before it; where none is free, the one inside that covers
+    fewest."""
 
     def __init__(self, ax: Any, places: list[tuple[float, float]], text: str, **kw: Any) -> None:
         super().__init__(*places[0], text, **kw)
         self.places = places
+        self.placed: Any = None  # its box where it was last drawn (pixels)
         ax.add_artist(self)
 
     def draw(self, renderer: Any) -> None:
         points, frame = drawn_points(self.axes), self.axes.bbox
-        costs = []  # (outside the axes, points covered, place)
+        # those drawn before it this time: a lower zorder, or the same and added earlier
+        texts = list(self.axes.texts)
+        order = {id(t): (t.get_zorder(), i) for i, t in enumerate(texts)}
+        others = [t.placed for t in texts if isinstance(t, FreeLabel) and t.placed is not None
+                  and order[id(t)] < order[id(self)]]  # fmt: skip
+        costs = []  # (outside the axes, labels covered, points covered, place)
         for i, place in enumerate(self.places):
             self.set_position(place)
             box = self.get_window_extent(renderer)
             outside = not (box.x0 >= frame.x0 and box.x1 <= frame.x1
                            and box.y0 >= frame.y0 and box.y1 <= frame.y1)  # fmt: skip
-            costs.append((outside, len(points_under(box, points)), i))
-            if costs[-1][:2] == (False, 0):
+            covered = sum(box.overlaps(other) for other in others)
+            costs.append((outside, covered, len(points_under(box, points)), i))
+            if costs[-1][:3] == (False, 0, 0):
                 break
-        self.set_position(self.places[min(costs)[2]])
+        self.set_position(self.places[min(costs)[3]])
+        self.placed = self.get_window_extent(renderer)
         super().draw(renderer)
 
 

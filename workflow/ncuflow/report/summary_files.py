@@ -13,6 +13,7 @@ from ..gpu import device_model
 from ..spec import load_family
 from ..study.questions import questions_from_json
 from . import questions, rungs
+from .energy import energy_markdown
 from .search_report import search_markdown
 from .summary import markdown, summarize
 from .tables import (
@@ -43,6 +44,9 @@ def write_summary(table_path: Path, kernels_dir: Path, findings_path: Path,
     text = markdown(summary, family, experiment) + "\n" + rungs.markdown(changes)
     if rounds:
         text += "\n" + search_markdown(table, rounds)
+    energy = energy_markdown(table, family)
+    if energy:
+        text += "\n" + energy
     # the GPU models the answers were measured on (host rows and UUIDs left out)
     devices = table["device"].dropna() if "device" in table else pd.Series(dtype=str)
     models = sorted({device_model(d) for d in devices if not d.startswith("host: ")})

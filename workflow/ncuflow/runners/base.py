@@ -28,8 +28,15 @@ class Runner(Protocol):
         findings, the explain tier's values and lines, ncu's raw CSV); ``chunks``: where a
         GPU run keeps each ncu process's report as it completes."""
 
-    def device_facts(self, out: Path, ceilings: Path | None) -> None:
-        """device.json: the device's facts and its measured ceilings."""
+    def device_facts(
+        self, out: Path, ceilings: Path | None, energy_ceilings: Path | None = None
+    ) -> None:
+        """device.json: the device's facts and its measured ceilings (its energy ceilings
+        too, where ``energy_ceilings`` gives them)."""
 
     def ceilings(self, out: Path, log: Log) -> None:
         """ceilings.json: the device's measured ceilings."""
+
+    def energy_ceilings(self, out: Path, log: Log, seconds: float) -> None:
+        """energy_ceilings.json: the device's energy ceilings, each kernel run back to back
+        for ``seconds`` (the energy tier's)."""

@@ -48,11 +48,20 @@ class GpuRunner:
 
         profile_stage(members, chunks, self.ncu, log)
 
-    def device_facts(self, out: Path, ceilings: Path | None) -> None:
+    def device_facts(
+        self, out: Path, ceilings: Path | None, energy_ceilings: Path | None = None
+    ) -> None:
         measured = read_json(ceilings) if ceilings is not None else {}
+        if energy_ceilings is not None:
+            measured |= read_json(energy_ceilings)
         write_json(out, {**gpu_facts(self.ncu.path), "ceilings": measured})
 
     def ceilings(self, out: Path, log: Log) -> None:
         from ..device.ceilings import measure_ceilings
 
         write_json(out, measure_ceilings(log))
+
+    def energy_ceilings(self, out: Path, log: Log, seconds: float) -> None:
+        from ..device.ceilings import measure_energy_ceilings
+
+        write_json(out, measure_energy_ceilings(log, seconds))

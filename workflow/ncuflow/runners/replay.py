@@ -18,6 +18,7 @@ from ..plan import Job, records_json
 from ..profile.members import Member
 from ..vocab import (
     DEVICE,
+    ENERGY_CEILING_NAMES,
     EXPLAIN_LONG,
     FINDINGS,
     MEASURE,
@@ -86,14 +87,22 @@ class ReplayRunner:
             raise NcuflowError(missing_message(self.capture, plan, missing, "ncu profile"))
         write_long(table, out / NCU_LONG)
 
-    def device_facts(self, out: Path, ceilings: Path | None) -> None:
+    def device_facts(
+        self, out: Path, ceilings: Path | None, energy_ceilings: Path | None = None
+    ) -> None:
         """The capture's device, marked as replayed from it (its ceilings are the capture's)."""
         device = read_json(self.capture / DEVICE, "a capture's device facts", DAMAGED)
         write_json(out, {**device, "replayed_from": self.capture.name})
 
     def ceilings(self, out: Path, log: Log) -> None:
         """The ceilings measured on the capture's device (none for an older capture)."""
-        write_json(out, read_json(self.capture / DEVICE, "", DAMAGED).get("ceilings", {}))
+        measured = read_json(self.capture / DEVICE, "", DAMAGED).get("ceilings", {})
+        write_json(out, {k: v for k, v in measured.items() if k not in ENERGY_CEILING_NAMES})
+
+    def energy_ceilings(self, out: Path, log: Log, seconds: float) -> None:
+        """The energy ceilings measured on the capture's device (none where it has none)."""
+        measured = read_json(self.capture / DEVICE, "", DAMAGED).get("ceilings", {})
+        write_json(out, {k: v for k, v in measured.items() if k in ENERGY_CEILING_NAMES})
 
 
 def _replay_extras(by_folder: dict[Path, set[str]], out: Path) -> None:

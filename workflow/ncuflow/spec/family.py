@@ -17,7 +17,7 @@ from .. import schema
 from ..errors import SpecError
 from ..expr import Expr
 from ..files import read_text
-from ..vocab import STANDARD_FIGURES
+from ..vocab import ENERGY_FIGURE, SEARCH_FIGURE, STANDARD_FIGURES
 from .fields import (
     condition,
     expr,
@@ -213,8 +213,9 @@ def _count(path: Path, key: str, value: Any, known: tuple[str, ...]) -> Expr:
 def _figures(path: Path, data: Any) -> dict[str, Figure]:
     figures = {}
     for name, value in named_map(path, data, "figures").items():
-        if name in STANDARD_FIGURES:
-            raise SpecError(f"{path}: figures.{name}: every experiment draws {name} already")
+        if name in (*STANDARD_FIGURES, SEARCH_FIGURE, ENERGY_FIGURE):
+            raise SpecError(f"{path}: figures.{name}: an experiment draws {name} itself "
+                            "(a search's, the energy tier's)")  # fmt: skip
         figures[name] = Figure(name, str(value["y"]), str(value["label"]))
     return figures
 

@@ -66,6 +66,7 @@ def check_names(experiments: Mapping[str, Any]) -> None:
 
 # Where a float belongs; every other number of a config is an integer.
 FLOAT_KEYS = {("timing", k) for k in ("target_ci_pct", "budget_s", "timeout_s", "timeout_floor_s")}
+FLOAT_KEYS.add(("energy", "seconds"))
 
 
 def no_floats(value: Any, path: tuple[Any, ...] = ()) -> None:
@@ -199,3 +200,20 @@ def coerce_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> No
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = read
+
+
+def energy_seconds(config: Mapping[str, Any], experiment: str) -> float | None:
+    """How long each of an experiment's configurations runs back to back for its energy
+    (the study's ``energy``, which the experiment's own true or false overrides), or None
+    where it gets no energy tier; ``config``: checked, its defaults filled in."""
+    study = config["energy"]
+    if not config["experiments"][experiment].get("energy", study is not False):
+        return None
+    return float(study.get("seconds", 1.0)) if isinstance(study, dict) else 1.0
+
+
+def study_energy_seconds(config: Mapping[str, Any]) -> float | None:
+    """The energy tier's seconds where any experiment has it (the device's energy ceilings
+    are then measured, once for all), else None."""
+    asked = [energy_seconds(config, name) for name in config["experiments"]]
+    return max((s for s in asked if s is not None), default=None)

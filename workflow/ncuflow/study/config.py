@@ -21,6 +21,7 @@ from ..plan import ConfigRow, Plan, Timing, VariantPlan
 from ..spec import Family, available_families, load_family
 from ..spec.functions import check_functions
 from ..vocab import (
+    ENERGY_FIGURE,
     ENQUEUE_METHOD,
     L2_FLUSH_METHOD,
     MEASURE,
@@ -30,7 +31,7 @@ from ..vocab import (
     STANDARD_FIGURES,
     VERSION,
 )
-from .checks import check_config, check_index_range, experiment_scalars
+from .checks import check_config, check_index_range, energy_seconds, experiment_scalars
 from .expand import DeviceLimits, Scan, VariantGrid, size_grid
 from .parts import batch_groups, part_expected_s, part_starts
 from .questions import Question, parse_questions
@@ -99,11 +100,10 @@ class Study:
         return max(1, min(cores or sys.maxsize, os.cpu_count() or 1))
 
     def parts(self, experiment: str, variant: str) -> list[str]:
-        """The jobs a variant's configurations are split into (p0, p1, ...): each of at
-        most ``configurations_per_job`` to run (or as many more as keep a variant within
-        ``max_jobs_per_variant`` jobs) and about equal expected GPU time (study.parts), so
-        that a long sweep spreads evenly over GPUs; a search's, one per measure job of each
-        of its rounds (study.rounds)."""
+        """The jobs a variant's configurations are split into (p0, p1, ...): each of at most
+        ``configurations_per_job`` to run (or more, to keep within ``max_jobs_per_variant``)
+        and about equal expected GPU time (study.parts), so that a long sweep spreads evenly
+        over GPUs; a search's, one per measure job of each of its rounds (study.rounds)."""
         search = self.experiments[experiment].search
         count = search.parts if search.searches else len(self._part_starts(experiment, variant))
         return [f"p{i}" for i in range(count)]
@@ -201,9 +201,8 @@ class Study:
 
     def profile_batch_of(self, experiment: str, variant: str, part: str) -> str:
         """The profile job that takes a measure job."""
-        if self.profile_mode(experiment) != "all":
-            return "b0"
-        return self.batch_of(experiment, variant, part)
+        whole = self.profile_mode(experiment) != "all"
+        return "b0" if whole else self.batch_of(experiment, variant, part)
 
     def profile_files(self, experiment: str, batch: str, name: str) -> list[str]:
         """The file ``name`` of each measure job a profile job takes."""
@@ -243,7 +242,7 @@ class Study:
             kernels_dir=str(self.kernels_dir),
             family_fingerprint=exp.family.fingerprint,
             seed=self.config["seed"],
-            timing=self.timing,
+            timing=replace(self.timing, energy_s=energy_seconds(self.config, experiment)),
             scalars=exp.scalars,
             device_facts=DeviceLimits.from_config(self.config["device_limits"]).facts(),
             configs=(),
@@ -299,10 +298,11 @@ class Study:
         return isinstance(self.config["experiments"][experiment]["sizes"], list)
 
     def figures(self, experiment: str) -> list[str]:
-        """Every figure of an experiment: the standard ones, its family's own, a search's."""
+        """Every figure of an experiment: the standard ones, its family's, a search's, energy's."""
         exp = self.experiments[experiment]
         return [*STANDARD_FIGURES, *exp.family.figures,
-                *([SEARCH_FIGURE] if exp.search.searches else [])]  # fmt: skip
+                *([SEARCH_FIGURE] if exp.search.searches else []),
+                *([ENERGY_FIGURE] if energy_seconds(self.config, experiment) else [])]  # fmt: skip
 
     def family_figures(self) -> list[str]:
         """Names of the figures the families of this study declare themselves."""
