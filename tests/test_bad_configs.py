@@ -249,7 +249,7 @@ def test_an_experiment_named_as_the_workflows_own_results_is_refused(name: str) 
     assert _refused(config) == (
         f"config error at experiments.{name}: the experiment's folder results/{name}/ would "
         "collide with the workflow's own files of that name in results/; expected a name other "
-        "than device, devices, ceilings, logs, run, report, compare (in any case)"
+        "than device, devices, ceilings, energy_ceilings, logs, run, report, compare (in any case)"
     )
 
 

@@ -173,7 +173,8 @@ class PowerSample:
     since the epoch), the energy counter (mJ since the driver loaded) and the driver's
     time of that value (s since the epoch: it changes only when NVML refreshes it, about
     every 100 ms on an H200), the instantaneous power (W), the SM and memory clocks (MHz),
-    the temperature (°C) and the clock-event reasons (a bit mask, THROTTLE_REASONS)."""
+    the GPU's and the memory's temperatures (°C) and the clock-event reasons (a bit mask,
+    THROTTLE_REASONS)."""
 
     at_s: float
     energy_mj: int | None
@@ -183,6 +184,7 @@ class PowerSample:
     memory_clock_mhz: int | None
     temperature_c: int | None
     reasons: int
+    memory_temperature_c: int | None = None
 
 
 class PowerWatch:
@@ -195,7 +197,8 @@ class PowerWatch:
         self.samples: list[PowerSample] = []
         nvml = self.nvml
         self.fields = [] if nvml is None else [nvml.NVML_FI_DEV_ENERGY,
-                                                nvml.NVML_FI_DEV_POWER_INSTANT]  # fmt: skip
+                                                nvml.NVML_FI_DEV_POWER_INSTANT,
+                                                nvml.NVML_FI_DEV_MEMORY_TEMP]  # fmt: skip
 
     @property
     def works(self) -> bool:
@@ -210,13 +213,15 @@ class PowerWatch:
 
     def sample(self) -> None:
         nvml, device = self.nvml, self.device
-        energy = power = energy_at = None
+        energy = power = energy_at = memory_c = None
         values = _read(lambda: nvml.nvmlDeviceGetFieldValues(device, self.fields))
         if values is not None:  # the counter with the driver's time of its value
             if values[0].nvmlReturn == nvml.NVML_SUCCESS:
                 energy, energy_at = int(values[0].value.ullVal), values[0].timestamp / 1e6
             if values[1].nvmlReturn == nvml.NVML_SUCCESS:
                 power = values[1].value.uiVal / 1e3
+            if values[2].nvmlReturn == nvml.NVML_SUCCESS:
+                memory_c = int(values[2].value.uiVal)
         if energy is None:  # an older driver: the counter alone, timed by the host
             energy = _read(lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(device))
             energy_at = time.time() if energy is not None else None
@@ -231,6 +236,7 @@ class PowerWatch:
             temperature_c=_read(lambda: nvml.nvmlDeviceGetTemperature(
                 device, nvml.NVML_TEMPERATURE_GPU)),
             reasons=int(_read(lambda: nvml.nvmlDeviceGetCurrentClocksEventReasons(device)) or 0),
+            memory_temperature_c=memory_c,
         ))  # fmt: skip
 
 

@@ -318,8 +318,8 @@ class Record:
     # the energy tier (measure.energy), where timing.energy_s asks for it: joules and the
     # GPU's time per launch back to back (hot caches), the average power from NVML's counter
     # and from its samples, by which method, over how long a window of how many launches,
-    # the clocks and hottest temperature meanwhile, the power limit, what throttled ('' where
-    # nothing did) and whether it did, why a configuration has no energy, the tier's seconds
+    # the clocks and hottest temperatures (GPU, memory) meanwhile, the power limit, what
+    # throttled ('' where nothing did) and whether, why one has no energy, the tier's seconds
     energy_j: float | None = None
     energy_launch_ms: float | None = None
     avg_power_w: float | None = None
@@ -330,6 +330,7 @@ class Record:
     sm_clock_mhz_energy: float | None = None
     memory_clock_mhz_energy: float | None = None
     temperature_c_energy: int | None = None
+    memory_temperature_c_energy: int | None = None
     power_limit_w: float | None = None
     energy_throttle: str | None = None
     energy_throttled: bool | None = None

@@ -56,9 +56,11 @@ CAPTURE_INFO = "capture.json"  # a capture's provenance: when, where, how
 RUN = "run.json"  # how long a run took: in all, per stage, on how many cores and GPUs
 # What results/ holds beside a folder per experiment, each name without its suffix: the
 # device's files (device.json, .csv, .html), the devices rule's folder, the measured
-# ceilings, the logs of the run's own rules, RUN, where `ncuflow compare` writes by default
-# (compare/) and the README's `snakemake --report` (report.html). No experiment may take one.
-RESULTS_OWN = ("device", "devices", "ceilings", "logs", "run", "report", "compare")
+# ceilings and energy ceilings, the logs of the run's own rules, RUN, where `ncuflow
+# compare` writes by default (compare/) and the README's `snakemake --report`
+# (report.html). No experiment may take one.
+RESULTS_OWN = ("device", "devices", "ceilings", "energy_ceilings", "logs", "run", "report",
+               "compare")  # fmt: skip
 RUN_LOG_ENV = "NCUFLOW_RUN_LOG"  # where a run's stages append their wall times (runlog)
 COMPILED_ENV = "NCUFLOW_COMPILED"  # the compile stage's index, for a stage's workers
 CUBINS = ".snakemake/ncuflow/cubins"  # the compile stage's cache of cubins (compile.cubins)

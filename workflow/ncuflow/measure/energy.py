@@ -68,9 +68,12 @@ def power_of(samples: Sequence[PowerSample], start_s: float, end_s: float) -> di
         known = [v for v in values if v is not None]
         if known:
             out[key] = float(statistics.median(known))
-    temperatures = [s.temperature_c for s in during if s.temperature_c is not None]
-    if temperatures:
-        out["temperature_c_energy"] = max(temperatures)
+    for key, values in (("temperature_c_energy", [s.temperature_c for s in during]),
+                        ("memory_temperature_c_energy",
+                         [s.memory_temperature_c for s in during])):  # fmt: skip
+        known = [v for v in values if v is not None]
+        if known:
+            out[key] = max(known)
     reasons = 0
     for s in during:
         reasons |= s.reasons
