@@ -34,7 +34,7 @@ from ncuflow.measure.energy import (
     power_of,
 )
 from ncuflow.nvml import PowerSample
-from ncuflow.report.energy import energy_markdown, energy_plot, energy_table
+from ncuflow.report.energy import energy_markdown, energy_plot, energy_table, energy_view
 from ncuflow.report.style import finish
 from ncuflow.spec import load_family
 from ncuflow.study.config import load_study
@@ -189,6 +189,11 @@ def test_the_energy_figure_table_and_summary_read_at_a_glance() -> None:
         frame = energy_table(table, family)
         assert len(frame) == table[table["energy_j"].notna()].groupby(
             [*family.problem_columns, "variant"]).ngroups  # fmt: skip
+        shown, same = energy_view(frame, table, family)
+        assert "energy (mJ)" in shown
+        assert shown.columns[0] == "variant" and "power (W)" in shown
+        if experiment == "energy_matmul":  # one size: named above the table, not in it
+            assert same == "Every row: M = 4096, N = 4096, K = 4096." and "M" not in shown
         text = energy_markdown(table, family)
         assert text.startswith("## Energy") and "also the fastest" in text
     assert "held its clocks down" in energy_markdown(

@@ -68,28 +68,35 @@ def _run(folder: Path, stop: Callable[[int, set[str]], bool] | None, signum: int
 
 def test_the_same_command_goes_on_after_every_interruption(workflow_copy: Path) -> None:
     """Each run is stopped as a rule no stop has caught yet starts (every stage is caught),
-    else after a few steps; the runs go on until one ends by itself."""
+    else after a few steps; the runs go on until one ends by itself. On a loaded machine a
+    run can outpace its stops and end early: the study is then run again from nothing, and
+    stopped again, until eight stops have caught every stage."""
     # one experiment of five variants: every stage, a fifth of the default study's steps
     config = yaml.safe_load((workflow_copy / "config.yaml").read_text())
     config["experiments"] = {"conv": config["experiments"]["conv"]}
     (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     rng = random.Random(27)
     stops, rules, last = 0, set(), ""
-    for round_ in range(40):
-        most, caught = rng.randint(1, 3), frozenset(rules)
-        code, printed, running = _run(
-            workflow_copy, lambda steps, now, most=most, caught=caught: steps >= most
-            or bool(now - caught), WAYS[round_ % 2], rng.choice([0.0, 0.2, 0.5]))  # fmt: skip
-        assert "cannot be locked" not in printed and "Traceback" not in printed, printed[-3000:]
-        last = printed
-        if code == 0 and not running:  # it ended before the stop came
+    for attempt in range(3):
+        tries = attempt + 1
+        for round_ in range(40):
+            most, caught = rng.randint(1, 3), frozenset(rules)
+            code, printed, running = _run(
+                workflow_copy, lambda steps, now, most=most, caught=caught: steps >= most
+                or bool(now - caught), WAYS[round_ % 2], rng.choice([0.0, 0.2, 0.5]))  # fmt: skip
+            assert "cannot be locked" not in printed and "Traceback" not in printed, printed[-3000:]
+            last = printed
+            if code == 0 and not running:  # it ended before the stop came
+                break
+            stops, rules = stops + 1, rules | running
+        else:
+            raise AssertionError(f"never finished:\n{last[-3000:]}")
+        code, printed, _ = _run(workflow_copy, None, WAYS[0], 0.0)
+        assert code == 0 and "Nothing to be done" in printed, printed[-3000:]
+        if stops >= 8 and {"measure", "profile", "collect", "plot"} <= rules:
             break
-        stops, rules = stops + 1, rules | running
-    else:
-        raise AssertionError(f"never finished:\n{last[-3000:]}")
-    code, printed, _ = _run(workflow_copy, None, WAYS[0], 0.0)
-    assert code == 0 and "Nothing to be done" in printed, printed[-3000:]
-    assert stops >= 8, f"only {stops} interruptions"
+        shutil.rmtree(workflow_copy / "results")  # from nothing again
+    assert stops >= 8, f"only {stops} interruptions in {tries} attempts"
     assert {"measure", "profile", "collect", "plot"} <= rules, rules
     for name in config["experiments"]:
         expected = replayed("h100-sxm")[name]

@@ -35,7 +35,7 @@ from .style import (
     suptitle,
 )
 from .summary import written
-from .tables import write_html_table
+from .tables import differing, one_value, without_empty, write_html_table
 
 ENERGY_FIGSIZE = (10.0, 4.6)
 # Lines of equal power drawn on the energy-against-time panel (W), with the power limit,
@@ -255,16 +255,45 @@ def energy_table(table: pd.DataFrame, family: Family) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+def energy_view(frame: pd.DataFrame, table: pd.DataFrame,
+                family: Family) -> tuple[pd.DataFrame, str]:  # fmt: skip
+    """The energy table as the report shows it, and the sentence naming what every row
+    shares: variant, size, energy, power, efficiency first, then the time and the fastest
+    configuration's; each configuration named by the parameters that differ between its
+    variant's ("same" where the fastest is the most efficient); headings in words."""
+    rows = energy_rows(table).set_index("config_id", drop=False)
+    params = {v: list(family.variant(v).params) for v in rows["variant"].unique()}
+    names = differing(rows.drop_duplicates("config_id"), params)
+    shown = frame.copy()
+    shown["configuration"] = shown["config_id"].map(names)
+    pairs = zip(shown["config_id"], shown["fastest_config_id"], strict=True)
+    shown["fastest"] = ["same" if a == b else names.get(b, b) for a, b in pairs]
+    for column in ("energy_mj", "fastest_energy_mj"):  # whole millijoules past a joule
+        shown[column] = [round(v) if v >= 1000 else v for v in shown[column]]
+    headings = {"variant": "variant", **{d: d for d in family.problem_columns},
+                "energy_mj": "energy (mJ)", "avg_power_w": "power (W)",
+                "gflops_per_w": "GFLOP/J", "gb_per_j": "GB/J", "time_ms": "time (ms)",
+                "configuration": "configuration", "power_limited": "power-limited",
+                "sm_clock_mhz_energy": "SM clock (MHz)", "fastest": "fastest",
+                "fastest_energy_mj": "its energy (mJ)",
+                "fastest_time_ms": "its time (ms)"}  # fmt: skip
+    shown = shown[[c for c in headings if c in shown]].rename(columns=headings)
+    shown, note = one_value(shown, family.problem_columns)
+    return without_empty(shown), note
+
+
 def write_energy_table(table: pd.DataFrame, family: Family, csv: Path) -> pd.DataFrame:
+    """energy.csv (every column) and its page (energy_view)."""
     frame = energy_table(table, family)
     frame.to_csv(csv, index=False, float_format="%.6g")
-    write_html_table(frame, csv.with_suffix(".html"),
+    shown, same = energy_view(frame, table, family) if len(frame) else (frame, "")
+    write_html_table(shown, csv.with_suffix(".html"),
                      f"{table['experiment'].iloc[0]}: energy per variant",
                      "Per problem size, each variant's configuration of least energy per "
                      "launch (launched back to back, hot caches: docs/methods.md, Energy), "
                      "its average power and efficiency, beside the variant's fastest "
-                     "configuration; power_limited: whether the GPU held its clocks under its "
-                     "power or thermal limit meanwhile.")  # fmt: skip
+                     "configuration and its energy; power-limited: what held the clocks "
+                     f"down meanwhile, where something did. {same}".strip())  # fmt: skip
     return frame
 
 
