@@ -55,13 +55,11 @@ KERNELS = ("ffma_loop", "dfma_loop", "hfma2_loop", "l2_read", "l2_write", "l1_re
 # What is measured: a ceiling per memory level of the registry, and per precision below
 # (each a precision of the registry: tests/test_ceilings.py).
 CEILING_NAMES = (*LEVELS, "fp32", "fp64", "fp16", "tensor_fp16", "tensor_tf32", "tensor_bf16")
-OPTIONAL = ("tensor_bf16",)
-# The energy ceilings (with the energy tier): each ceiling measured for its energy too, and
-# the patterns of each whose energy is measured.
+OPTIONAL = ("tensor_bf16",)  # left out, with the reason logged, where CuPy cannot run it
+# The energy ceilings (rule energy_ceilings): the rate ceiling each is measured on, and the
+# patterns of a ceiling whose energy is measured where it has several.
 ENERGY_CEILINGS = dict(zip(ENERGY_CEILING_NAMES, ("fp32", "tensor_fp16", "dram"), strict=True))
-ENERGY_PATTERNS = {
-    "dram": ("memcpy", "read_16B", "copy_16B")
-}  # left out, with the reason logged, where CuPy cannot run it
+ENERGY_PATTERNS = {"dram": ("memcpy", "read_16B", "copy_16B")}
 
 WARMUP = 5  # launches at least, and at least WARMUP_S of them, before timing
 WARMUP_S = 0.05
@@ -413,14 +411,14 @@ def _energy_ceilings(d: _Device) -> dict[str, dict[str, Any]]:
     energy tier's seconds, its work per joule; a ceiling is its best pattern."""
     found: dict[str, dict[str, dict[str, Any]]] = {}
     for ceiling, pattern, launch, work, unit, method, launch_ms in d.pending:
-        run = gpu_energy(launch, True, d.energy_s or 0.0, launch_ms, PowerWatch(),
-                         d.sm_clock_max_mhz)  # fmt: skip
+        seconds = float(d.energy_s or 0.0)  # set: measure_energy_ceilings gave it
+        run = gpu_energy(launch, True, seconds, launch_ms, PowerWatch(), d.sm_clock_max_mhz)
         if not run.get("energy_j", 0) > 0:
             d.log(f"{ceiling} {pattern}: no energy ({run.get('energy_note', '')})")
             continue
         found.setdefault(ceiling, {})[pattern] = {
             "value": work / run["energy_j"], "unit": unit.replace("/s", "/J"),
-            "method": f"{method} Run back to back for {d.energy_s:g} s: "
+            "method": f"{method} Run back to back for {seconds:g} s: "
                       f"{run['avg_power_w']:.0f} W by the {run['energy_method']}.",
             "avg_power_w": run["avg_power_w"]}  # fmt: skip
     d.pending.clear()

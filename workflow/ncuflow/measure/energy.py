@@ -31,6 +31,15 @@ POLL_S = 0.001  # the pause between two samples (each takes about 4 ms: the coun
 # problem L2 holds runs 3x as fast back to back as cold: 2^20-element axpy on an H200)
 UNSEEN = 0.05
 
+# What a record keeps of the samples of the run: (its field, the sample's, how they reduce):
+# the clocks' medians, the hottest temperatures.
+WATCHED: tuple[tuple[str, str, Callable[[list[int]], float]], ...] = (
+    ("sm_clock_mhz_energy", "sm_clock_mhz", lambda v: float(statistics.median(v))),
+    ("memory_clock_mhz_energy", "memory_clock_mhz", lambda v: float(statistics.median(v))),
+    ("temperature_c_energy", "temperature_c", max),
+    ("memory_temperature_c_energy", "memory_temperature_c", max),
+)
+
 COUNTER = "NVML energy counter"
 SAMPLES = "NVML power samples"
 RAPL = "RAPL (CPU packages)"
@@ -62,18 +71,10 @@ def power_of(samples: Sequence[PowerSample], start_s: float, end_s: float) -> di
         if "avg_power_w" not in out:
             out["avg_power_w"], out["energy_method"] = out["avg_power_w_samples"], SAMPLES
     out["energy_window_s"] = span[1] - span[0]
-    clocks = {"sm_clock_mhz_energy": [s.sm_clock_mhz for s in during],
-              "memory_clock_mhz_energy": [s.memory_clock_mhz for s in during]}  # fmt: skip
-    for key, values in clocks.items():
-        known = [v for v in values if v is not None]
+    for key, field, reduce in WATCHED:
+        known = [getattr(s, field) for s in during if getattr(s, field) is not None]
         if known:
-            out[key] = float(statistics.median(known))
-    for key, values in (("temperature_c_energy", [s.temperature_c for s in during]),
-                        ("memory_temperature_c_energy",
-                         [s.memory_temperature_c for s in during])):  # fmt: skip
-        known = [v for v in values if v is not None]
-        if known:
-            out[key] = max(known)
+            out[key] = reduce(known)
     reasons = 0
     for s in during:
         reasons |= s.reasons
@@ -177,7 +178,6 @@ def gpu_energy(launch: Callable[[], None], capturable: bool, seconds: float, tim
     limit = watch.power_limit_w()
     if limit is not None:
         out["power_limit_w"] = limit
-    out["energy_method"] = out.get("energy_method", "")
     if note:
         out["energy_note"] = "; ".join(filter(None, [out.get("energy_note"), note]))
     return out
