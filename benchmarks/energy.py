@@ -9,7 +9,8 @@ and prints, for the configurations both measured:
   for the shorter ones apart;
 - counter against samples: each run's average power from the energy counter against the
   mean of its instantaneous power samples over the same span (share within 5 %);
-- cost: the tier's wall seconds per configuration (median, largest) and in all.
+- cost: the tier's wall seconds per configuration (median, largest) and in all, and the
+  warm-ups (a measure process's first configuration, until the GPU is warm) apart.
 
     python benchmarks/energy.py [--captures A B]
 """
@@ -46,7 +47,7 @@ def main() -> None:
     parser.add_argument("--captures", nargs=2, default=["h200-energy", "h200-energy-b"])
     args = parser.parse_args()
     a, b = (energy_table(CAPTURES / name) for name in args.captures)
-    both = a.merge(b, on=KEYS, suffixes=("_a", "_b"))
+    both = a.merge(b, on=KEYS, suffixes=("_a", "_b")).copy()
     print(f"{args.captures[0]} and {args.captures[1]}: {len(both)} configurations with an "
           "energy in both")  # fmt: skip
     both["diff_pct"] = 100 * (both["energy_j_b"] / both["energy_j_a"] - 1).abs()
@@ -71,13 +72,18 @@ def main() -> None:
         gap = 100 * (table["avg_power_w"] / table["avg_power_w_samples"] - 1).abs()
         print(f"  {name}: {len(gap)} configurations, {_pct(gap)}, "
               f"{100 * (gap <= 5).mean():.0f} % within 5 %")  # fmt: skip
-    print("\nWhat the tier costs (its wall seconds per configuration):")
+    print("\nWhat the tier costs (its wall seconds per configuration, the warm-ups apart):")
     for name, table in zip(args.captures, (a, b), strict=True):
-        spent = table["energy_wall_s"].astype(float)
+        warm = table.get("energy_warmup_s", pd.Series(np.nan, index=table.index)).astype(float)
+        spent, warmups = table["energy_wall_s"].astype(float) - warm.fillna(0), warm.dropna()
         graphs = table["energy_note"].fillna("").eq("") if "energy_note" in table else True
+        every = (spent.sum() + warmups.sum()) / len(spent)
+        warmed = (f"warm-ups of {', '.join(f'{w:.1f}' for w in warmups)} s" if len(warmups)
+                  else "no warm-up")  # fmt: skip
         print(f"  {name}: median {spent.median():.2f} s, largest {spent.max():.2f} s, "
               f"{spent.sum():.0f} s for {len(spent)} configurations; "
-              f"{int(np.sum(graphs))} of them as CUDA graphs")  # fmt: skip
+              f"{int(np.sum(graphs))} of them as CUDA graphs; {warmed}: "
+              f"{every:.2f} s a configuration in all")  # fmt: skip
 
 
 if __name__ == "__main__":

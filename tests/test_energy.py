@@ -24,14 +24,19 @@ from conftest import (
 )
 from ncuflow.analyze.energy import energy_columns, power_limited
 from ncuflow.errors import ConfigError
+from ncuflow.limits import ENERGY_WARMUP_MAX_S
 from ncuflow.measure.energy import (
     COUNTER,
     RAMP_S,
     RAPL,
     SAMPLES,
+    STEADY_C,
+    STEADY_S,
+    _steady,
     energy_fields,
     host_energy,
     power_of,
+    time_mean,
 )
 from ncuflow.nvml import PowerSample
 from ncuflow.report.energy import energy_markdown, energy_plot, energy_table, energy_view
@@ -75,6 +80,25 @@ def test_without_a_counter_the_samples_give_the_power() -> None:
     power = power_of(_samples(250.0, counter=False), START, START + 1.2)
     assert power["energy_method"] == SAMPLES
     assert power["avg_power_w"] == pytest.approx(250.0)
+
+
+def test_the_samples_are_averaged_over_time_not_by_count() -> None:
+    """A pace of readings that varies with the power (a host loop that blocks as the GPU's
+    queue fills) must not weigh the power: 300 W read twice over 0.9 s, 600 W eleven times
+    over the last 0.1 s, average 330 W (a plain mean would say 471)."""
+    slow = [(START, 300.0), (START + 0.9, 300.0)]
+    fast = [(START + 0.9 + 0.01 * i, 600.0) for i in range(11)]
+    readings = slow + fast
+    assert time_mean(readings) == pytest.approx(330.0, rel=0.01)
+    assert time_mean([(START, 42.0)]) == 42.0
+
+
+def test_the_warm_up_ends_when_both_temperatures_hold_still() -> None:
+    assert _steady([(60, 52), (60 + STEADY_C, 52), (61, 52 + STEADY_C)])
+    assert not _steady([(58, 52), (58 + STEADY_C + 1, 52)])  # the GPU still warming
+    assert not _steady([(60, 47), (60, 47 + STEADY_C + 1)])  # the memory still warming
+    assert _steady([(None, None), (None, None)])  # no sensors: STEADY_S is the warm-up
+    assert STEADY_S >= 1
 
 
 def test_energy_per_launch_is_power_times_gpu_time_and_a_slow_clock_says_so() -> None:
@@ -160,14 +184,16 @@ def test_the_power_verdict_names_the_limit_and_when() -> None:
 @pytest.mark.parametrize("capture", ["h200-energy", "h200-energy-b"])
 def test_the_energy_captures_replay_with_their_energy(capture: str) -> None:
     """Every GPU row that checked correct has its energy, from NVML's counter, within 5 %
-    of its samples in all but the rows the power limit held back; the host's BLAS says why
-    it has none; the tensor-core rows run back to back at the power limit say so."""
+    of its samples, the first of each measure process after a warm-up; the host's BLAS
+    says why it has none; the tensor-core rows run back to back at the power limit say so."""
     tables = replayed(capture)
     rows = pd.concat(tables.values(), ignore_index=True)
     gpu = rows[(rows["runs_on"] == "gpu") & (rows["status"] == "ok")]
     assert gpu["energy_j"].notna().all() and (gpu["energy_method"] == COUNTER).all()
     gap = (gpu["avg_power_w"] / gpu["avg_power_w_samples"] - 1).abs()
-    assert (gap[gpu["power_limited"] != POWER] < 0.05).all()
+    assert (gap < 0.05).all()
+    warmed = gpu["energy_warmup_s"].dropna()
+    assert len(warmed) >= len(tables) and (warmed >= STEADY_S).all()
     flops = gpu["flops"].astype(float)
     assert (gpu["gflops_per_w"] * gpu["energy_j"] * 1e9).to_numpy() == pytest.approx(
         flops.where(flops > 0).to_numpy(), nan_ok=True)  # fmt: skip
@@ -176,6 +202,22 @@ def test_the_energy_captures_replay_with_their_energy(capture: str) -> None:
     held = rows[rows["power_limited"] == POWER]
     assert set(held["variant"]) >= {"wgmma_fp16", "cublas_fp16"}
     assert held["bound_reason"].str.startswith("power-bound").all()
+
+
+def test_a_gpu_held_at_its_power_limit_while_timed_is_flagged_and_timed_again() -> None:
+    """h200-throttle: the tensor-core GEMMs timed in batches of 600 launches reached the
+    H200's power limit; each was timed again, says so, and reads power-bound; cuBLAS FP32,
+    under the limit, does not."""
+    rows = replayed("h200-throttle")["throttle_matmul"]
+    tensor = rows[rows["variant"] != "cublas_fp32"]
+    assert len(tensor) == 6 and tensor["time_throttled"].all()
+    assert tensor["time_note"].str.contains("timed again: the first timing throttled").all()
+    assert (tensor["power_limited"] == POWER).all()
+    assert tensor["bound_reason"].str.startswith("power-bound").all()
+    at_8192 = tensor[tensor["M"] == 8192]
+    assert (at_8192["sm_clock_mhz_timing"] < 0.9 * 1980).all()  # the clock shows it too
+    fp32 = rows[rows["variant"] == "cublas_fp32"]
+    assert not fp32["time_throttled"].any() and (fp32["power_limited"] == "").all()
 
 
 def test_the_energy_figure_table_and_summary_read_at_a_glance() -> None:
@@ -249,9 +291,12 @@ def test_energy_on_the_gpu_from_a_graph_of_launches() -> None:
     end.record()
     end.synchronize()
     time_ms = cp.cuda.get_elapsed_time(start, end) / 20
-    fields = gpu_energy(launch, True, 0.5, time_ms, PowerWatch(),
-                        gpu_properties()["sm_clock_max_mhz"])  # fmt: skip
+    watch = PowerWatch()
+    fields = gpu_energy(launch, True, 0.5, time_ms, watch, gpu_properties()["sm_clock_max_mhz"])
     assert "energy_note" not in fields, fields
     assert fields["energy_method"] == COUNTER and fields["energy_j"] > 0
     assert fields["avg_power_w"] == pytest.approx(fields["avg_power_w_samples"], rel=0.1)
     assert fields["energy_launch_ms"] == pytest.approx(time_ms, rel=0.3)
+    assert STEADY_S <= fields["energy_warmup_s"] <= ENERGY_WARMUP_MAX_S + 1  # the first warms
+    again = gpu_energy(launch, True, 0.5, time_ms, watch, gpu_properties()["sm_clock_max_mhz"])
+    assert "energy_warmup_s" not in again and again["energy_j"] > 0

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import functools
 import statistics
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,13 +190,16 @@ class PowerSample:
 
 
 class PowerWatch:
-    """NVML's energy counter, power, clocks and temperature, read (``sample``) while a
-    configuration runs back to back (measure.energy). One read of the counter takes about
-    4 ms (H200, 2026-11-29), so a watch samples every few ms at best."""
+    """NVML's energy counter, power, clocks and temperature, read (``sample``, or in a
+    thread of its own: ``sampling``) while a configuration runs back to back
+    (measure.energy). One read of the counter takes about 4 ms (H200, 2026-11-29), so a
+    watch samples every few ms at best. ``warm``: this process has run the GPU until its
+    temperatures settled (measure.energy.warm_up)."""
 
     def __init__(self) -> None:
         self.nvml, self.device = _nvml(), handle()
         self.samples: list[PowerSample] = []
+        self.warm = False
         nvml = self.nvml
         self.fields = [] if nvml is None else [nvml.NVML_FI_DEV_ENERGY,
                                                 nvml.NVML_FI_DEV_POWER_INSTANT,
@@ -208,8 +213,34 @@ class PowerWatch:
         nvml, device = self.nvml, self.device
         return _read(lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(device) / 1e3)
 
-    def start(self) -> None:
+    def temperatures(self) -> tuple[int | None, int | None]:
+        """The GPU's and the memory's temperatures (°C) now, None where NVML has none."""
+        nvml, device = self.nvml, self.device
+        memory = _read(lambda: nvml.nvmlDeviceGetFieldValues(device, [self.fields[2]])[0])
+        return (_read(lambda: nvml.nvmlDeviceGetTemperature(device, nvml.NVML_TEMPERATURE_GPU)),
+                int(memory.value.uiVal) if memory is not None and
+                memory.nvmlReturn == nvml.NVML_SUCCESS else None)  # fmt: skip
+
+    @contextmanager
+    def sampling(self, every_s: float) -> Iterator[None]:
+        """Samples anew, in a thread of its own, every ``every_s`` (after each read) while
+        the body runs: evenly in time, however the body's thread is held up (a host loop of
+        launches blocks while the GPU's queue is full)."""
         self.samples = []
+        stop = threading.Event()
+
+        def loop() -> None:
+            while not stop.is_set():
+                self.sample()
+                stop.wait(every_s)
+
+        thread = threading.Thread(target=loop, name="nvml-power", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def sample(self) -> None:
         nvml, device = self.nvml, self.device

@@ -320,6 +320,7 @@ class Record:
     # and from its samples, by which method, over how long a window of how many launches,
     # the clocks and hottest temperatures (GPU, memory) meanwhile, the power limit, what
     # throttled ('' where nothing did) and whether, why one has no energy, the tier's seconds
+    # (its warm-up's included: a process's first configuration ran until the GPU was warm)
     energy_j: float | None = None
     energy_launch_ms: float | None = None
     avg_power_w: float | None = None
@@ -336,6 +337,7 @@ class Record:
     energy_throttled: bool | None = None
     energy_note: str | None = None
     energy_wall_s: float | None = None
+    energy_warmup_s: float | None = None
     step_ms: dict[str, float] | None = None  # each launch's median, where there are several
     registers_per_thread_compiled: int | None = None
     static_smem_bytes: int | None = None

@@ -410,9 +410,10 @@ def _energy_ceilings(d: _Device) -> dict[str, dict[str, Any]]:
     """The energy ceilings (ENERGY_CEILINGS): each pending pattern run back to back for the
     energy tier's seconds, its work per joule; a ceiling is its best pattern."""
     found: dict[str, dict[str, dict[str, Any]]] = {}
+    watch = PowerWatch()  # one warm-up, before the first pattern
     for ceiling, pattern, launch, work, unit, method, launch_ms in d.pending:
         seconds = float(d.energy_s or 0.0)  # set: measure_energy_ceilings gave it
-        run = gpu_energy(launch, True, seconds, launch_ms, PowerWatch(), d.sm_clock_max_mhz)
+        run = gpu_energy(launch, True, seconds, launch_ms, watch, d.sm_clock_max_mhz)
         if not run.get("energy_j", 0) > 0:
             d.log(f"{ceiling} {pattern}: no energy ({run.get('energy_note', '')})")
             continue

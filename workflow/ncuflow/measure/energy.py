@@ -6,12 +6,17 @@ average power over whole counter updates times its GPU time per launch.
 NVML refreshes the counter about every 100 ms on an H200 (2026-11-29), and gives the time
 of each value, so the power is the counter's rise between its first update after the GPU
 settled (RAMP_S) and its last before the launches end, over the time between them. The
-instantaneous power samples of the same span are the check on it (``avg_power_w_samples``).
-A host variant's energy comes from the CPU packages' RAPL counters where they are readable.
+instantaneous power samples of the same span, integrated over time, are the check on it
+(``avg_power_w_samples``). A GPU draws a few per cent more at one clock as it warms, over
+seconds, so a process's first configuration runs until the GPU's temperatures settle
+before it is measured (``warm_up``): two runs then start from the same state, not one from
+an idle GPU. A host variant's energy comes from the CPU packages' RAPL counters where they
+are readable.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import time
@@ -20,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..gpu import cupy
+from ..limits import ENERGY_WARMUP_MAX_S
 from ..nvml import CLOCK_DROP, PowerSample, PowerWatch, throttle_reasons
 
 RAMP_S = 0.05  # the GPU's power settles within tens of ms of the first launch (H200)
@@ -27,6 +33,12 @@ CHUNK_S = 0.02  # GPU time of one enqueued chunk of launches (a CUDA graph where
 MAX_CHUNK_LAUNCHES = 4096  # a graph of more nodes takes longer to build than to run
 MIN_SPAN_S = 0.2  # counter updates spanning less than this give no power (samples do)
 POLL_S = 0.001  # the pause between two samples (each takes about 4 ms: the counter's read)
+# The warm-up (a process's first configuration, run until the GPU's and the memory's
+# temperatures have moved at most STEADY_C over STEADY_S; at least STEADY_S, at most
+# limits.ENERGY_WARMUP_MAX_S): from idle, an H200's settle within 5-15 s under a GEMM or a
+# copy and its power at one clock rises 2-3 % meanwhile (2026-11-29)
+STEADY_C, STEADY_S = 1, 3.0
+WARMUP_STEP_S = 0.25  # GPU time enqueued between two readings of the temperatures
 # A chunk measured faster than this share of its launches' timed time ran elsewhere (a
 # problem L2 holds runs 3x as fast back to back as cold: 2^20-element axpy on an H200)
 UNSEEN = 0.05
@@ -65,9 +77,9 @@ def power_of(samples: Sequence[PowerSample], start_s: float, end_s: float) -> di
         out["avg_power_w"] = (inside[-1][1] - inside[0][1]) / 1e3 / (span[1] - span[0])
         out["energy_method"] = COUNTER
     during = [s for s in samples if span[0] <= s.at_s <= span[1]]
-    powers = [s.power_w for s in during if s.power_w is not None]
+    powers = [(s.at_s, s.power_w) for s in during if s.power_w is not None]
     if powers:
-        out["avg_power_w_samples"] = statistics.fmean(powers)
+        out["avg_power_w_samples"] = time_mean(powers)
         if "avg_power_w" not in out:
             out["avg_power_w"], out["energy_method"] = out["avg_power_w_samples"], SAMPLES
     out["energy_window_s"] = span[1] - span[0]
@@ -80,6 +92,15 @@ def power_of(samples: Sequence[PowerSample], start_s: float, end_s: float) -> di
         reasons |= s.reasons
     out["energy_throttle"] = "; ".join(throttle_reasons(reasons))
     return out
+
+
+def time_mean(readings: Sequence[tuple[float, float]]) -> float:
+    """The mean over time of ``(time, value)`` readings in time order, each reading holding
+    halfway to its neighbours (so an uneven pace of readings weighs nothing)."""
+    if len(readings) == 1 or readings[-1][0] <= readings[0][0]:
+        return statistics.fmean(v for _, v in readings)
+    area = sum((t1 - t0) * (v0 + v1) / 2 for (t0, v0), (t1, v1) in itertools.pairwise(readings))
+    return area / (readings[-1][0] - readings[0][0])
 
 
 def energy_fields(
@@ -137,12 +158,48 @@ def _chunk(launch: Callable[[], None], capturable: bool,
     return loop, note, cp.cuda.get_current_stream()
 
 
+def warm_up(chunk: Callable[[], None], chunk_s: float, stream: Any,
+            watch: PowerWatch) -> float:  # fmt: skip
+    """Run ``chunk`` (taking ``chunk_s`` on the GPU) back to back until the GPU's and the
+    memory's temperatures settle (STEADY_C over STEADY_S, at most ENERGY_WARMUP_MAX_S); the
+    seconds it took. Each step waits for the one before it, so the GPU's queue stays short."""
+    cp = cupy()
+    per_step = max(1, math.ceil(WARMUP_STEP_S / chunk_s))
+    started, readings, before = time.time(), [], None
+    while True:
+        for _ in range(per_step):
+            chunk()
+        step = cp.cuda.Event()
+        step.record(stream)
+        if before is not None:
+            before.synchronize()
+        before = step
+        now = time.time()
+        readings.append((now, watch.temperatures()))
+        recent = [temps for at, temps in readings if at >= now - STEADY_S]
+        settled = now - started >= STEADY_S and _steady(recent)
+        if settled or now - started >= ENERGY_WARMUP_MAX_S:
+            before.synchronize()
+            watch.warm = True
+            return time.time() - started
+
+
+def _steady(readings: Sequence[tuple[int | None, int | None]]) -> bool:
+    """Whether each sensor's readings (GPU, memory; None: NVML has none) span STEADY_C."""
+    for sensor in (0, 1):
+        known = [temps[sensor] for temps in readings if temps[sensor] is not None]
+        if known and max(known) - min(known) > STEADY_C:
+            return False
+    return True
+
+
 def gpu_energy(launch: Callable[[], None], capturable: bool, seconds: float, time_ms: float,
                watch: PowerWatch, sm_clock_max_mhz: float) -> dict[str, Any]:  # fmt: skip
     """A GPU configuration's energy fields: its ``launch`` (``capturable``: it only
     enqueues GPU work) run back to back, in chunks of about CHUNK_S, for about ``seconds``
     (``time_ms``: one launch's time, which sizes the chunks), with ``watch`` sampling NVML
-    meanwhile."""
+    meanwhile in a thread of its own; first, where ``watch`` is not warm yet, until the
+    GPU's temperatures settle (``energy_warmup_s``)."""
     if not watch.works:
         return {"energy_note": "no NVML on this machine (nvidia-ml-py), or none for this GPU"}
     cp = cupy()
@@ -159,22 +216,20 @@ def gpu_energy(launch: Callable[[], None], capturable: bool, seconds: float, tim
         return {"energy_note": f"a chunk of {per_chunk} launches took {1e3 * chunk_s:.3g} ms "
                 f"on the stream measured, not about {1e3 * expected_s:.3g}: its launches run "
                 "on another stream, and its energy per launch would be wrong"}  # fmt: skip
+    warmed = {} if watch.warm else {"energy_warmup_s": warm_up(chunk, chunk_s, stream, watch)}
     chunks = max(2, math.ceil(seconds / chunk_s))
-    watch.start()
-    start_s = time.time()
-    begin.record(stream)
-    for _ in range(chunks):
-        chunk()
-        if note:  # launched from the host: sample between chunks, as the GPU works
-            watch.sample()
-    end.record(stream)
-    while not end.done:
-        watch.sample()
-        time.sleep(POLL_S)
-    end_s = time.time()
+    with watch.sampling(POLL_S):
+        start_s = time.time()
+        begin.record(stream)
+        for _ in range(chunks):
+            chunk()
+        end.record(stream)
+        while not end.done:  # a sleep, not a wait in CUDA, leaves the sampling thread room
+            time.sleep(POLL_S)
+        end_s = time.time()
     gpu_s = cp.cuda.get_elapsed_time(begin, end) / 1e3
     power = power_of(watch.samples, start_s, end_s)
-    out = energy_fields(power, gpu_s, chunks * per_chunk, sm_clock_max_mhz)
+    out = {**energy_fields(power, gpu_s, chunks * per_chunk, sm_clock_max_mhz), **warmed}
     limit = watch.power_limit_w()
     if limit is not None:
         out["power_limit_w"] = limit
