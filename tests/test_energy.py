@@ -53,13 +53,13 @@ def _samples(
     sample_watts: float | None = None, counter: bool = True,
 ) -> list[PowerSample]:  # fmt: skip
     """What a watch reads from a GPU drawing ``watts``: a counter NVML refreshes every
-    ``refresh_s`` (its value and time those of the refresh), read every ``every_s``."""
+    ``refresh_s``, read every ``every_s``, each read stamped with its own time."""
     out = []
     for i in range(round(seconds / every_s)):
         at = START + i * every_s
         refreshed = START + math.floor(i * every_s / refresh_s) * refresh_s - 0.003
         energy = round(5e6 + 1e3 * watts * (refreshed - START)) if counter else None
-        out.append(PowerSample(at, energy, refreshed if counter else None,
+        out.append(PowerSample(at, energy, at if counter else None,
                                sample_watts or watts, 1980, 3201, 45, 0))  # fmt: skip
     return out
 

@@ -172,11 +172,11 @@ class ClockWatch:
 @dataclass(frozen=True)
 class PowerSample:
     """One reading of NVML while a configuration runs back to back: the host's clock (s
-    since the epoch), the energy counter (mJ since the driver loaded) and the driver's
-    time of that value (s since the epoch: it changes only when NVML refreshes it, about
-    every 100 ms on an H200), the instantaneous power (W), the SM and memory clocks (MHz),
-    the GPU's and the memory's temperatures (°C) and the clock-event reasons (a bit mask,
-    THROTTLE_REASONS)."""
+    since the epoch), the energy counter (mJ since the driver loaded: NVML refreshes it
+    about every 100 ms on an H200) and its field's timestamp (s since the epoch: the time
+    of the read, not of the refresh, 2026-11-29), the instantaneous power (W), the SM and
+    memory clocks (MHz), the GPU's and the memory's temperatures (°C) and the clock-event
+    reasons (a bit mask, THROTTLE_REASONS)."""
 
     at_s: float
     energy_mj: int | None
@@ -246,7 +246,7 @@ class PowerWatch:
         nvml, device = self.nvml, self.device
         energy = power = energy_at = memory_c = None
         values = _read(lambda: nvml.nvmlDeviceGetFieldValues(device, self.fields))
-        if values is not None:  # the counter with the driver's time of its value
+        if values is not None:  # the counter with the time NVML read it
             if values[0].nvmlReturn == nvml.NVML_SUCCESS:
                 energy, energy_at = int(values[0].value.ullVal), values[0].timestamp / 1e6
             if values[1].nvmlReturn == nvml.NVML_SUCCESS:

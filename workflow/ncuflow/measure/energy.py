@@ -3,9 +3,10 @@ that ran correctly is launched back to back for a few tenths of a second to seco
 NVML's energy counter, power, clocks and temperature are read; its energy per launch is the
 average power over whole counter updates times its GPU time per launch.
 
-NVML refreshes the counter about every 100 ms on an H200 (2026-11-29), and gives the time
-of each value, so the power is the counter's rise between its first update after the GPU
-settled (RAMP_S) and its last before the launches end, over the time between them. The
+NVML refreshes the counter about every 100 ms on an H200 (2026-11-29); read every few ms,
+each new value is seen within a read of its refresh, so the power is the counter's rise
+between its first update after the GPU settled (RAMP_S) and its last before the launches
+end, over the time between the reads that first saw them. The
 instantaneous power samples of the same span, integrated over time, are the check on it
 (``avg_power_w_samples``). A GPU draws a few per cent more at one clock as it warms, over
 seconds, so a process's first configuration runs until the GPU's temperatures settle
@@ -64,7 +65,7 @@ def power_of(samples: Sequence[PowerSample], start_s: float, end_s: float) -> di
     mean of the instantaneous samples over the same span (all of it after RAMP_S where the
     counter gives none); the clocks' medians, the hottest temperature, what throttled."""
     settled = start_s + RAMP_S
-    updates: list[tuple[float, int]] = []  # (driver's time, mJ) of each new counter value
+    updates: list[tuple[float, int]] = []  # (first read, mJ) of each new counter value
     for s in samples:
         if s.energy_mj is not None and s.energy_at_s is not None and \
                 (not updates or s.energy_mj != updates[-1][1]):  # fmt: skip
