@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--captures", nargs=2, default=["h200-energy", "h200-energy-b"])
     args = parser.parse_args()
     a, b = (energy_table(CAPTURES / name) for name in args.captures)
+    # one block per dtype (copy), not the merge's many: columns are added below
     both = a.merge(b, on=KEYS, suffixes=("_a", "_b")).copy()
     print(f"{args.captures[0]} and {args.captures[1]}: {len(both)} configurations with an "
           "energy in both")  # fmt: skip

@@ -4,9 +4,13 @@ study's captures replayed, with their figure, table, summary and power verdicts.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -85,7 +89,7 @@ def test_without_a_counter_the_samples_give_the_power() -> None:
 def test_the_samples_are_averaged_over_time_not_by_count() -> None:
     """A pace of readings that varies with the power (a host loop that blocks as the GPU's
     queue fills) must not weigh the power: 300 W read twice over 0.9 s, 600 W eleven times
-    over the last 0.1 s, average 330 W (a plain mean would say 471)."""
+    over the last 0.1 s, average 330 W (a plain mean would say 554)."""
     slow = [(START, 300.0), (START + 0.9, 300.0)]
     fast = [(START + 0.9 + 0.01 * i, 600.0) for i in range(11)]
     readings = slow + fast
@@ -98,7 +102,38 @@ def test_the_warm_up_ends_when_both_temperatures_hold_still() -> None:
     assert not _steady([(58, 52), (58 + STEADY_C + 1, 52)])  # the GPU still warming
     assert not _steady([(60, 47), (60, 47 + STEADY_C + 1)])  # the memory still warming
     assert _steady([(None, None), (None, None)])  # no sensors: STEADY_S is the warm-up
-    assert STEADY_S >= 1
+
+
+def test_the_warm_up_runs_until_the_temperatures_hold_still(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """warm_up's loop on a stand-in GPU: steps until both temperatures have held within
+    STEADY_C over STEADY_S (shortened here), or until its longest where they never do."""
+    import ncuflow.measure.energy as energy
+
+    class Event:
+        def record(self, stream: object) -> None: ...
+        def synchronize(self) -> None: ...
+
+    monkeypatch.setattr(energy, "cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(Event=Event)))
+    monkeypatch.setattr(energy, "STEADY_S", 0.2)
+
+    class Watch:
+        def __init__(self, gpu_c: Iterator[int]) -> None:
+            self.gpu_c, self.warm = gpu_c, False
+
+        def temperatures(self) -> tuple[int, int]:
+            return next(self.gpu_c), 50
+
+    def chunk() -> None:
+        time.sleep(0.01)
+
+    settling = Watch(itertools.chain([40, 45, 50, 52, 53], itertools.repeat(54)))
+    took = energy.warm_up(chunk, 1.0, None, settling)
+    assert 0.2 <= took < 2.0 and settling.warm
+    monkeypatch.setattr(energy, "ENERGY_WARMUP_MAX_S", 0.5)
+    rising = Watch(itertools.count(40))  # a degree a step: never steady
+    assert 0.5 <= energy.warm_up(chunk, 1.0, None, rising) < 2.0 and rising.warm
 
 
 def test_energy_per_launch_is_power_times_gpu_time_and_a_slow_clock_says_so() -> None:

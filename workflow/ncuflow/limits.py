@@ -17,8 +17,8 @@ SLOWEST_FLOP_PER_S, SLOWEST_BYTES_PER_S = 1e12, 1e11
 # the registry); a chunk may take this many times its kernels' expected time, plus ncu's
 # start-up and each configuration's set-up (compilation is cached by then).
 REPLAY_PASSES, NCU_START_S, SETUP_S = 100, 60.0, 10.0
-# The longest the energy tier runs a process's first configuration for the GPU to warm up
-# (measure.energy.warm_up): any configuration may be the first.
+# About the longest the energy tier runs a process's first configuration for the GPU to
+# warm up (measure.energy.warm_up; its last step may run past it): any may be the first.
 ENERGY_WARMUP_MAX_S = 20.0
 
 
@@ -32,7 +32,7 @@ def time_limit(timing: Timing, row: ConfigRow) -> float:
     timing.timeout_s, or the floor plus twice the timing budget plus ten times its warm-up,
     checked and first timed launches at the slowest rate; either with twice the energy
     tier's seconds (timing.energy_s) and its warm-up beside."""
-    energy = 2 * float(timing.energy_s) + ENERGY_WARMUP_MAX_S if timing.energy_s else 0.0
+    energy = (2 * float(timing.energy_s) + ENERGY_WARMUP_MAX_S) if timing.energy_s else 0.0
     if timing.timeout_s:
         return float(timing.timeout_s) + energy
     return (

@@ -193,13 +193,16 @@ class PowerWatch:
     """NVML's energy counter, power, clocks and temperature, read (``sample``, or in a
     thread of its own: ``sampling``) while a configuration runs back to back
     (measure.energy). One read of the counter takes about 4 ms (H200, 2026-11-29), so a
-    watch samples every few ms at best. ``warm``: this process has run the GPU until its
-    temperatures settled (measure.energy.warm_up)."""
+    watch samples every few ms at best. ``warm``: this process has once run the GPU until
+    its temperatures settled (measure.energy.warm_up), so that every run starts alike (the
+    GPU may cool again between configurations). ``failed``: why the sampling thread
+    stopped early ('' where it did not)."""
 
     def __init__(self) -> None:
         self.nvml, self.device = _nvml(), handle()
         self.samples: list[PowerSample] = []
         self.warm = False
+        self.failed = ""
         nvml = self.nvml
         self.fields = [] if nvml is None else [nvml.NVML_FI_DEV_ENERGY,
                                                 nvml.NVML_FI_DEV_POWER_INSTANT,
@@ -226,12 +229,16 @@ class PowerWatch:
         """Samples anew, in a thread of its own, every ``every_s`` (after each read) while
         the body runs: evenly in time, however the body's thread is held up (a host loop of
         launches blocks while the GPU's queue is full)."""
-        self.samples = []
+        self.samples, self.failed = [], ""
         stop = threading.Event()
 
         def loop() -> None:
             while not stop.is_set():
-                self.sample()
+                try:
+                    self.sample()
+                except Exception as exc:  # a reply pynvml cannot read: say so, not die mute
+                    self.failed = f"{type(exc).__name__}: {exc}"
+                    return
                 stop.wait(every_s)
 
         thread = threading.Thread(target=loop, name="nvml-power", daemon=True)

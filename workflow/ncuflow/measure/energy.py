@@ -6,13 +6,12 @@ average power over whole counter updates times its GPU time per launch.
 NVML refreshes the counter about every 100 ms on an H200 (2026-11-29); read every few ms,
 each new value is seen within a read of its refresh, so the power is the counter's rise
 between its first update after the GPU settled (RAMP_S) and its last before the launches
-end, over the time between the reads that first saw them. The
-instantaneous power samples of the same span, integrated over time, are the check on it
-(``avg_power_w_samples``). A GPU draws a few per cent more at one clock as it warms, over
-seconds, so a process's first configuration runs until the GPU's temperatures settle
-before it is measured (``warm_up``): two runs then start from the same state, not one from
-an idle GPU. A host variant's energy comes from the CPU packages' RAPL counters where they
-are readable.
+end, over the time between the reads that first saw them. The instantaneous power samples
+of the same span, integrated over time, are the check on it (``avg_power_w_samples``). A
+GPU draws a few per cent more at one clock as it warms, over seconds, so a process's first
+configuration runs until the GPU's temperatures settle before it is measured
+(``warm_up``): two runs then start from the same state, not one from an idle GPU. A host
+variant's energy comes from the CPU packages' RAPL counters where they are readable.
 """
 
 from __future__ import annotations
@@ -96,8 +95,9 @@ def power_of(samples: Sequence[PowerSample], start_s: float, end_s: float) -> di
 
 
 def time_mean(readings: Sequence[tuple[float, float]]) -> float:
-    """The mean over time of ``(time, value)`` readings in time order, each reading holding
-    halfway to its neighbours (so an uneven pace of readings weighs nothing)."""
+    """The mean over time of ``(time, value)`` readings, each holding halfway to its
+    neighbours in time (so an uneven pace of readings weighs nothing)."""
+    readings = sorted(readings)
     if len(readings) == 1 or readings[-1][0] <= readings[0][0]:
         return statistics.fmean(v for _, v in readings)
     area = sum((t1 - t0) * (v0 + v1) / 2 for (t0, v0), (t1, v1) in itertools.pairwise(readings))
@@ -166,7 +166,9 @@ def warm_up(chunk: Callable[[], None], chunk_s: float, stream: Any,
     seconds it took. Each step waits for the one before it, so the GPU's queue stays short."""
     cp = cupy()
     per_step = max(1, math.ceil(WARMUP_STEP_S / chunk_s))
-    started, readings, before = time.time(), [], None
+    started = time.perf_counter()
+    readings: list[tuple[float, tuple[int | None, int | None]]] = []
+    before: Any = None  # the previous step's event
     while True:
         for _ in range(per_step):
             chunk()
@@ -175,18 +177,21 @@ def warm_up(chunk: Callable[[], None], chunk_s: float, stream: Any,
         if before is not None:
             before.synchronize()
         before = step
-        now = time.time()
+        now = time.perf_counter()
         readings.append((now, watch.temperatures()))
-        recent = [temps for at, temps in readings if at >= now - STEADY_S]
-        settled = now - started >= STEADY_S and _steady(recent)
+        # the readings of the last STEADY_S at least: from the last one before it on
+        first = max([0] + [i for i, (at, _) in enumerate(readings) if at <= now - STEADY_S])
+        recent = [temps for _, temps in readings[first:]]
+        settled = now - started >= STEADY_S and len(recent) >= 2 and _steady(recent)
         if settled or now - started >= ENERGY_WARMUP_MAX_S:
             before.synchronize()
             watch.warm = True
-            return time.time() - started
+            return time.perf_counter() - started
 
 
 def _steady(readings: Sequence[tuple[int | None, int | None]]) -> bool:
-    """Whether each sensor's readings (GPU, memory; None: NVML has none) span STEADY_C."""
+    """Whether each sensor's readings (GPU, memory; None: NVML has none) span at most
+    STEADY_C."""
     for sensor in (0, 1):
         known = [temps[sensor] for temps in readings if temps[sensor] is not None]
         if known and max(known) - min(known) > STEADY_C:
@@ -229,6 +234,8 @@ def gpu_energy(launch: Callable[[], None], capturable: bool, seconds: float, tim
             time.sleep(POLL_S)
         end_s = time.time()
     gpu_s = cp.cuda.get_elapsed_time(begin, end) / 1e3
+    if watch.failed:
+        note = "; ".join(filter(None, [note, f"NVML's sampling stopped early ({watch.failed})"]))
     power = power_of(watch.samples, start_s, end_s)
     out = {**energy_fields(power, gpu_s, chunks * per_chunk, sm_clock_max_mhz), **warmed}
     limit = watch.power_limit_w()

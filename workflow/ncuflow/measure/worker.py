@@ -118,6 +118,7 @@ def measure_config(
                 energy = host_energy(launcher.launch, timing.energy_s)
             else:
                 most = watch.max_mhz if watch else gpu_properties()["sm_clock_max_mhz"]
+                # the worker's one watch (a new one would warm the GPU up again)
                 energy = gpu_energy(launcher.launch, launcher.gated, timing.energy_s,
                                     timed["time_ms"], power or PowerWatch(), most)  # fmt: skip
     except run_errors as exc:
