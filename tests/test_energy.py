@@ -45,6 +45,8 @@ from ncuflow.measure.energy import (
 from ncuflow.nvml import PowerSample
 from ncuflow.report.energy import energy_markdown, energy_plot, energy_table, energy_view
 from ncuflow.report.style import finish
+from ncuflow.report.summary import markdown, summarize
+from ncuflow.report.tables import summary_view
 from ncuflow.spec import load_family
 from ncuflow.study.config import load_study
 from ncuflow.vocab import ENERGY_CEILING_NAMES, POWER
@@ -253,6 +255,13 @@ def test_a_gpu_held_at_its_power_limit_while_timed_is_flagged_and_timed_again() 
     assert (at_8192["sm_clock_mhz_timing"] < 0.9 * 1980).all()  # the clock shows it too
     fp32 = rows[rows["variant"] == "cublas_fp32"]
     assert not fp32["time_throttled"].any() and (fp32["power_limited"] == "").all()
+    # summary.md and its page say so beside the bound, and count them
+    family = load_family(ROOT / "kernels", "matmul")
+    summary = summarize(rows, family)
+    text = markdown(summary, family, "throttle_matmul")
+    assert text.count(", power-limited |") == 6 and "6 of these ran while NVML" in text
+    shown, _ = summary_view(summary, family.problem_columns)
+    assert shown["bound (level)"].str.endswith("power-limited").sum() == 6
 
 
 def test_the_energy_figure_table_and_summary_read_at_a_glance() -> None:

@@ -19,7 +19,8 @@ from ..vocab import OK, SKIPPED
 COLUMNS = ["variant", "parameters", "dtype", "time_ms", "time_ms_iqr", "time_ci95_pct",
            "throughput", "unit", "pct_of_library", "library", "speedup", "speedup_over",
            "ai_model", "ai_dram", "bound", "bound_level", "ncu_bottleneck", "top_finding",
-           "top_finding_speedup_pct", "top_stall", "configurations", "failed"]  # fmt: skip
+           "top_finding_speedup_pct", "top_stall", "configurations", "failed",
+           "power_limited"]  # fmt: skip
 
 
 def merit_of(family: Family) -> tuple[str, str, str]:
@@ -92,6 +93,8 @@ def summarize(table: pd.DataFrame, family: Family) -> pd.DataFrame:
     )
     best_rows["speedup_over"] = first
     best_rows = best_rows.join(counts, on=[*dims, "variant"]).join(failed, on=[*dims, "variant"])
+    if "power_limited" not in best_rows:  # a table collected before the power verdict
+        best_rows["power_limited"] = ""
     best_rows["failed"] = best_rows["failed"].fillna(0).astype(int)
     rank = {v: i for i, v in enumerate(family.ordered(list(best_rows["variant"].unique())))}
     best_rows = best_rows.sort_values(
@@ -125,18 +128,21 @@ def written(value: object) -> str:
     return str(value)
 
 
-def bound_and_level(bound: object, level: object, empty: str = "–") -> str:
-    """A row's bound with the level it names, "memory (dram)"; ``empty`` where it has none."""
+def bound_and_level(bound: object, level: object, empty: str = "–", limited: object = "") -> str:
+    """A row's bound with the level it names, "memory (dram)", and the limit NVML said held
+    its clocks (``limited``, its power_limited: "compute (tensor), power-limited"); ``empty``
+    where it has no bound."""
     if not isinstance(bound, str) or not bound:
         return empty
-    return f"{bound} ({level})" if isinstance(level, str) and level else bound
+    shown = f"{bound} ({level})" if isinstance(level, str) and level else bound
+    return f"{shown}, {limited}-limited" if isinstance(limited, str) and limited else shown
 
 
 def _row_cells(row: Any) -> list[str]:
     """One row of the Markdown table, a cell per column of ``markdown``'s heading."""
     library = (f"{_cell(row.pct_of_library, '.1f')} ({row.library})"
                if isinstance(row.library, str) else "–")  # fmt: skip
-    bound = bound_and_level(row.bound, row.bound_level)
+    bound = bound_and_level(row.bound, row.bound_level, limited=row.power_limited)
     failed = f" ({row.failed} of {row.configurations} failed)" if row.failed else ""
     finding = "–"
     if isinstance(row.top_finding, str) and row.top_finding:
@@ -170,4 +176,10 @@ def markdown(summary: pd.DataFrame, family: Family, experiment: str) -> str:
                   "|" + "|".join(align[i] for i in kept) + "|"]  # fmt: skip
         lines += ["| " + " | ".join(cells[i] for i in kept) + " |" for cells in rows]
         lines.append("")
+    held = summary[summary["power_limited"].fillna("").astype(str) != ""]
+    if len(held):
+        lines += [f"{len(held)} of these ran while NVML reported the GPU held under its power "
+                  "or thermal limit (marked power-limited or thermal-limited; the table's "
+                  "`throttle` and `bound_reason` say when): their times are those of a "
+                  "throttled GPU.", ""]  # fmt: skip
     return "\n".join(lines)

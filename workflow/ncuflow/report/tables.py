@@ -179,8 +179,10 @@ def summary_view(summary: pd.DataFrame, dims: Sequence[str]) -> tuple[pd.DataFra
     speedup's names the rung); a dimension with one value in every row, and an empty
     column, left out."""
     frame = summary.copy()
-    frame["bound_shown"] = [bound_and_level(b, lv, "") for b, lv in
-                            zip(frame["bound"], frame["bound_level"], strict=True)]  # fmt: skip
+    frame["bound_shown"] = [bound_and_level(b, lv, "", held) for b, lv, held in
+                            zip(frame["bound"], frame["bound_level"],
+                                frame.get("power_limited", [""] * len(frame)),
+                                strict=True)]  # fmt: skip
     unit, over = _one(frame.get("unit")), _one(frame.get("speedup_over"))
     sources = [
         ("variant", "variant"), *((d, d) for d in dims), ("time_ms", "time (ms)"),
