@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from ncuflow.device import ceilings
+from ncuflow.device import ceilings, energy_ceilings
 from ncuflow.metrics import LEVELS
 
 NVCC = shutil.which("nvcc")
@@ -110,9 +110,14 @@ def test_measure_ceilings_on_the_gpu() -> None:
         assert any(line.startswith(f"{name} skipped") for line in lines), lines
     for name, entry in result.items():
         patterned = name in LEVELS  # memory levels
-        assert set(entry) == ENTRY_KEYS | ({"pattern", "patterns"} if patterned else set()), name
+        rounds = {"rounds"} if name == "dram" else set()  # DRAM's patterns: each its best round
+        assert set(entry) == ENTRY_KEYS | ({"pattern", "patterns"} | rounds if patterned
+                                           else set()), name  # fmt: skip
         if patterned:  # the level's ceiling is its fastest pattern
             assert entry["value"] == max(p["value"] for p in entry["patterns"].values())
+        for pattern in entry.get("patterns", {}).values() if rounds else ():
+            assert len(pattern["rounds"]) == ceilings.DRAM_ROUNDS
+            assert pattern["value"] == max(pattern["rounds"])
         assert math.isfinite(entry["value"]) and entry["value"] > 0, (name, entry)
         assert entry["unit"] == UNITS[name]
         assert entry["repeats"] >= 15
@@ -125,7 +130,7 @@ def test_energy_ceilings_on_the_gpu() -> None:
     """The energy tier's ceilings (rule energy_ceilings): FP32, FP16-tensor and DRAM, in
     work per joule, each the best of its patterns, at a power NVML measured."""
     lines: list[str] = []
-    result = ceilings.measure_energy_ceilings(lines.append, 0.5)
+    result = energy_ceilings.measure_energy_ceilings(lines.append, 0.5)
     units = {"energy_fp32": "FLOP/J", "energy_tensor_fp16": "FLOP/J", "energy_dram": "byte/J"}
     assert set(units) == set(ceilings.ENERGY_CEILINGS) == set(result), lines
     for name, unit in units.items():

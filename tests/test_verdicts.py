@@ -19,7 +19,8 @@ LOW_CEILINGS = {
     f"patterns, {ceiling} TB/s) came out 1.9-2.7 % under the 4.35 TB/s read_16B reached on the "
     "same H200 minutes before (an interrupted run); its in-place axpy at 2^26 + 3 elements "
     f"read and wrote at {rate} TB/s under ncu, above it by more than the ceiling's spread "
-    "within the run"
+    "within the run (measured before the DRAM patterns ran in passes and on three sets of "
+    "arrays: docs/results.md, Energy)"
     for capture, ceiling, rate in (
         ("h200-energy", "4.234", "4.282"),
         ("h200-energy-b", "4.266", "4.293"),

@@ -209,8 +209,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 
 // DRAM streams over arrays far larger than L2, each at three element widths (4, 8 and 16
 // bytes: float, float2, float4): read (a sum), write (a fill), copy and triad
-// (a = b + s·c, STREAM's kernel). The grid fills the GPU once and strides over the arrays;
-// a plain load or store per element, the compiler's choice of caching.
+// (a = b + s·c, STREAM's kernel). The grid fills the GPU once and strides over the arrays,
+// `passes` times in one launch: a single pass of 2 GiB lasts about 0.5 ms on an H200, and
+// its launch's ramp and drain then cost 1-3 % of the rate. A plain load or store per
+// element, the compiler's choice of caching.
 __device__ __forceinline__ float total(float v) { return v; }
 __device__ __forceinline__ float total(float2 v) { return v.x + v.y; }
 __device__ __forceinline__ float total(float4 v) { return v.x + v.y + v.z + v.w; }
@@ -228,59 +230,68 @@ template <> __device__ __forceinline__ float2 splat<float2>(float v) { return {v
 template <> __device__ __forceinline__ float4 splat<float4>(float v) { return {v, v, v, v}; }
 
 template <typename V>
-__device__ __forceinline__ void stream_read(const V* a, size_t n, float* out) {
+__device__ __forceinline__ void stream_read(const V* a, size_t n, int passes, float* out) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   float acc = 0.0f;
+  for (int pass = 0; pass < passes; ++pass) {
 #pragma unroll 4
-  for (size_t i = first; i < n; i += stride) acc += total(a[i]);
+    for (size_t i = first; i < n; i += stride) acc += total(a[i]);
+  }
   out[first] = acc;
 }
 template <typename V>
-__device__ __forceinline__ void stream_write(V* a, size_t n, float s) {
+__device__ __forceinline__ void stream_write(V* a, size_t n, int passes, float s) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (int pass = 0; pass < passes; ++pass) {  // a value per pass: no pass is a repeat
 #pragma unroll 4
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    a[i] = splat<V>(s);
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+      a[i] = splat<V>(s + pass);
+    }
   }
 }
 template <typename V>
-__device__ __forceinline__ void stream_copy(V* a, const V* b, size_t n) {
+__device__ __forceinline__ void stream_copy(V* a, const V* b, size_t n, int passes) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (int pass = 0; pass < passes; ++pass) {
 #pragma unroll 4
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    a[i] = b[i];
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+      a[i] = b[i];
+    }
   }
 }
 template <typename V>
-__device__ __forceinline__ void stream_triad(V* a, const V* b, const V* c, size_t n, float s) {
+__device__ __forceinline__ void stream_triad(V* a, const V* b, const V* c, size_t n, int passes,
+                                             float s) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (int pass = 0; pass < passes; ++pass) {
 #pragma unroll 4
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    a[i] = b[i] + s * c[i];
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+      a[i] = b[i] + s * c[i];
+    }
   }
 }
 
 // The entry points: stream_<pattern>_<bytes>, n counted in elements of that width.
 #define NCUFLOW_STREAMS(V, BYTES)                                                             \
-  extern "C" __global__ void __launch_bounds__(THREADS)                                       \
-      stream_read_##BYTES(const V* a, const V*, const V*, size_t n, float s, float* out) {    \
-    stream_read(a, n, out);                                                                   \
+  extern "C" __global__ void __launch_bounds__(THREADS) stream_read_##BYTES(                  \
+      const V* a, const V*, const V*, size_t n, int passes, float s, float* out) {            \
+    stream_read(a, n, passes, out);                                                           \
   }                                                                                           \
-  extern "C" __global__ void __launch_bounds__(THREADS)                                       \
-      stream_write_##BYTES(V* a, const V*, const V*, size_t n, float s, float*) {            \
-    stream_write(a, n, s);                                                                    \
+  extern "C" __global__ void __launch_bounds__(THREADS) stream_write_##BYTES(                 \
+      V* a, const V*, const V*, size_t n, int passes, float s, float*) {                      \
+    stream_write(a, n, passes, s);                                                            \
   }                                                                                           \
-  extern "C" __global__ void __launch_bounds__(THREADS)                                       \
-      stream_copy_##BYTES(V* a, const V* b, const V*, size_t n, float s, float*) {           \
-    stream_copy(a, b, n);                                                                     \
+  extern "C" __global__ void __launch_bounds__(THREADS) stream_copy_##BYTES(                  \
+      V* a, const V* b, const V*, size_t n, int passes, float s, float*) {                    \
+    stream_copy(a, b, n, passes);                                                             \
   }                                                                                           \
-  extern "C" __global__ void __launch_bounds__(THREADS)                                       \
-      stream_triad_##BYTES(V* a, const V* b, const V* c, size_t n, float s, float*) {        \
-    stream_triad(a, b, c, n, s);                                                              \
+  extern "C" __global__ void __launch_bounds__(THREADS) stream_triad_##BYTES(                 \
+      V* a, const V* b, const V* c, size_t n, int passes, float s, float*) {                  \
+    stream_triad(a, b, c, n, passes, s);                                                      \
   }
 NCUFLOW_STREAMS(float, 4)
 NCUFLOW_STREAMS(float2, 8)

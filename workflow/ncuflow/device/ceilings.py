@@ -14,10 +14,9 @@ Compute is in FLOP/s: ``fp32``, ``fp64`` and ``fp16`` (FMA chains in registers; 
 ``tensor_bf16``.
 
 With the energy tier (``energy:`` in the config), rule ``energy_ceilings`` measures the energy
-ceilings apart (``measure_energy_ceilings``: a study that turns the tier on or off keeps its
-rate ceilings, and what reads them), each kernel run back to back for the tier's seconds
-(measure.energy): ``energy_fp32`` and ``energy_tensor_fp16`` in FLOP/J, ``energy_dram`` in
-byte/J (the best of the memcpy and the 16-byte read and copy streams).
+ceilings apart (device.energy_ceilings) with this module's kernels: ``energy_fp32`` and
+``energy_tensor_fp16`` in FLOP/J, ``energy_dram`` in byte/J (the best of the memcpy and the
+16-byte read and copy streams).
 
 Each value is the median over REPEATS timed launches (CUDA events), each sized to last about
 TARGET_S, after warm-up launches; the kernels fill every SM with as many blocks as can be
@@ -39,9 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..gpu import cupy, gpu_properties, toolkit_includes
-from ..measure.energy import gpu_energy
 from ..metrics import LEVELS
-from ..nvml import PowerWatch
 from ..tf32 import matmul_tf32
 from ..vocab import ENERGY_CEILING_NAMES
 
@@ -67,6 +64,9 @@ REPEATS = 20
 TARGET_S = 2e-3  # each timed launch lasts about this long ...
 MIN_S = 1.25e-3  # ... and at least this long, once its work is scaled
 DRAM_BYTES = 2 << 30  # the copied buffer (read once, written once), and each stream array
+# DRAM's rate moves by 1-2 % between sets of arrays of the same run (an H200, 2026-11-29):
+# each pattern is measured on this many sets, freshly allocated, and keeps its best.
+DRAM_ROUNDS = 3
 L2_BYTES = 16 << 20  # l2_read's buffer, at most L2 / 3, then rounded to whole load batches
 L1_SLICE_BYTES = 16 << 10  # each l1_read block's slice
 GEMM_N = 8192
@@ -178,13 +178,31 @@ def _measure(
 def best_of(patterns: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """A level's ceiling: its fastest pattern, with every pattern's rate and spread."""
     name = max(patterns, key=lambda k: patterns[k]["value"])
-    kept = ("value", "spread_pct", "method")  # an energy ceiling's run has no spread
+    # an energy ceiling's run has no spread; DRAM's patterns have rounds
+    kept = ("value", "spread_pct", "method", "rounds")
     return {**patterns[name], "pattern": name,
             "patterns": {k: {key: v[key] for key in kept if key in v}
                          for k, v in patterns.items()}}  # fmt: skip
 
 
-def _dram(d: _Device) -> dict[str, Any]:
+def _dram(d: _Device, rounds_of: int = DRAM_ROUNDS) -> dict[str, Any]:
+    """The DRAM ceiling: every pattern measured on ``rounds_of`` sets of freshly allocated
+    arrays, each pattern at its best round (the rounds' rates kept); the energy tier's
+    patterns run on the last round's arrays."""
+    rounds = []
+    for number in range(rounds_of):
+        rounds.append(_dram_round(d, last=number == rounds_of - 1))
+        d.cp.get_default_memory_pool().free_all_blocks()  # the round's arrays
+    patterns = {}
+    for name in rounds[0]:
+        measured = [each[name] for each in rounds]
+        best = max(measured, key=lambda entry: entry["value"])
+        patterns[name] = {**best, "rounds": [entry["value"] for entry in measured]}
+    return best_of(patterns)
+
+
+def _dram_round(d: _Device, last: bool) -> dict[str, dict[str, Any]]:
+    """Each DRAM pattern once, on arrays of its own (``last``: energy patterns kept)."""
     cp = d.cp
     n = DRAM_BYTES // 4
     a, b, c = (cp.random.random(n, dtype=cp.float32) for _ in range(3))
@@ -192,26 +210,32 @@ def _dram(d: _Device) -> dict[str, Any]:
     def copy() -> None:  # on the stream current when it runs: the energy tier captures it
         a.data.copy_from_device_async(b.data, b.nbytes, cp.cuda.get_current_stream())
 
+    def energy(name: str) -> tuple[str, str] | None:
+        return ("dram", name) if last and name in ENERGY_PATTERNS["dram"] else None
+
     method = (f"cudaMemcpyAsync device to device of {b.nbytes >> 20} MiB of random float32, "
               "counting the bytes read plus the bytes written.")  # fmt: skip
-    patterns = {"memcpy": _measure(d, copy, 2 * b.nbytes, "byte/s", method, ("dram", "memcpy"))}
+    patterns = {"memcpy": _measure(d, copy, 2 * b.nbytes, "byte/s", method, energy("memcpy"))}
     for pattern, arrays in STREAM_ARRAYS.items():
         for width in STREAM_WIDTHS:
             fn, grid = _kernel(d, f"stream_{pattern}_{width}", d.k["THREADS"])
             out = cp.empty(grid * d.k["THREADS"], dtype=cp.float32)
-            args = (a, b, c, np.uint64(DRAM_BYTES // width), np.float32(0.5), out)
+            sized = (a, b, c, np.uint64(DRAM_BYTES // width))  # elements of the width
 
-            def launch(fn: Any = fn, grid: int = grid, args: tuple = args) -> None:
-                fn((grid,), (d.k["THREADS"],), args)
+            def launch(passes: int, fn: Any = fn, grid: int = grid, out: Any = out,
+                       sized: tuple = sized) -> None:  # fmt: skip
+                fn((grid,), (d.k["THREADS"],), (*sized, np.int32(passes), np.float32(0.5), out))
 
+            passes = _scale(d, launch, 1)
             method = (f"stream_{pattern}_{width}: {grid} blocks x {d.k['THREADS']} threads "
                       f"stride over {arrays} array(s) of {DRAM_BYTES >> 20} MiB with "
-                      f"{width}-byte elements, counting every byte read and written.")  # fmt: skip
+                      f"{width}-byte elements, {passes} pass(es) a launch, counting every "
+                      "byte read and written.")  # fmt: skip
             name = f"{pattern}_{width}B"
-            energy = ("dram", name) if name in ENERGY_PATTERNS["dram"] else None
-            patterns[name] = _measure(d, launch, arrays * DRAM_BYTES, "byte/s", method,
-                                      energy)  # fmt: skip
-    return best_of(patterns)
+            patterns[name] = _measure(d, functools.partial(launch, passes),
+                                      arrays * DRAM_BYTES * passes, "byte/s", method,
+                                      energy(name))  # fmt: skip
+    return patterns
 
 
 def _l2(d: _Device) -> dict[str, Any]:
@@ -391,41 +415,3 @@ def measure_ceilings(log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
     ):
         log("warning: tensor_bf16 is under half of tensor_fp16; CuPy may not use tensor cores")
     return ceilings
-
-
-def measure_energy_ceilings(
-    log: Callable[[str], None], seconds: float
-) -> dict[str, dict[str, Any]]:
-    """The energy ceilings (ENERGY_CEILINGS, rule energy_ceilings): the kernels of the FP32,
-    FP16 tensor and DRAM ceilings set up (and timed, which sizes them) as for their rates,
-    then each pattern run back to back for ``seconds``; a ceiling is its best pattern."""
-    device = _open_device(log, seconds)
-    _dram(device)
-    _fma(device, "ffma_loop", "float32", 2, "FP32 FMAs")
-    _gemm(device, device.cp.float16, "float16 in and out", "tensor_fp16")
-    return _energy_ceilings(device)
-
-
-def _energy_ceilings(d: _Device) -> dict[str, dict[str, Any]]:
-    """The energy ceilings (ENERGY_CEILINGS): each pending pattern run back to back for the
-    energy tier's seconds, its work per joule; a ceiling is its best pattern."""
-    found: dict[str, dict[str, dict[str, Any]]] = {}
-    watch = PowerWatch()  # one warm-up, before the first pattern
-    for ceiling, pattern, launch, work, unit, method, launch_ms in d.pending:
-        seconds = float(d.energy_s or 0.0)  # set: measure_energy_ceilings gave it
-        run = gpu_energy(launch, True, seconds, launch_ms, watch, d.sm_clock_max_mhz)
-        if not run.get("energy_j", 0) > 0:
-            d.log(f"{ceiling} {pattern}: no energy ({run.get('energy_note', '')})")
-            continue
-        found.setdefault(ceiling, {})[pattern] = {
-            "value": work / run["energy_j"], "unit": unit.replace("/s", "/J"),
-            "method": f"{method} Run back to back for {seconds:g} s: "
-                      f"{run['avg_power_w']:.0f} W by the {run['energy_method']}.",
-            "avg_power_w": run["avg_power_w"]}  # fmt: skip
-    d.pending.clear()
-    out = {}
-    for name, measured in ENERGY_CEILINGS.items():
-        if measured in found:
-            entry = out[name] = best_of(found[measured])
-            d.log(f"{name}: {entry['value']:.4g} {entry['unit']} at {entry['avg_power_w']:.0f} W")
-    return out

@@ -62,6 +62,6 @@ class GpuRunner:
         write_json(out, measure_ceilings(log))
 
     def energy_ceilings(self, out: Path, log: Log, seconds: float) -> None:
-        from ..device.ceilings import measure_energy_ceilings
+        from ..device.energy_ceilings import measure_energy_ceilings
 
         write_json(out, measure_energy_ceilings(log, seconds))
