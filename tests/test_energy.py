@@ -43,7 +43,8 @@ from ncuflow.measure.energy import (
     time_mean,
 )
 from ncuflow.nvml import PowerSample
-from ncuflow.report.energy import energy_markdown, energy_plot, energy_table, energy_view
+from ncuflow.report.energy import energy_plot
+from ncuflow.report.energy_tables import energy_markdown, energy_table, energy_view
 from ncuflow.report.style import finish
 from ncuflow.report.summary import markdown, summarize
 from ncuflow.report.tables import summary_view

@@ -90,13 +90,15 @@ def test_the_same_command_goes_on_after_every_interruption(workflow_copy: Path) 
     """Each run is stopped as a rule no stop has caught yet starts (every stage is caught),
     else after a few steps; the runs go on until one ends by itself. On a loaded machine a
     run can outpace its stops and end early: the study is then run again from nothing, and
-    stopped again (five times at most), until eight stops have caught every stage."""
+    stopped again (five times at most), until eight stops have caught every stage. Snakemake
+    may go on to the end past a Ctrl-C (seen in a loaded test session, at every Ctrl-C of
+    five attempts): such a run is not a stop, and the stops after it are kills."""
     # one experiment of five variants: every stage, a fifth of the default study's steps
     config = yaml.safe_load((workflow_copy / "config.yaml").read_text())
     config["experiments"] = {"conv": config["experiments"]["conv"]}
     (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     rng = random.Random(27)
-    stops, rules, last = 0, set(), ""
+    stops, rules, last, ways = 0, set(), "", WAYS
     seen = []  # what each run did: (attempt, exit status, the rules it was stopped in)
     for attempt in range(5):
         tries = attempt + 1
@@ -109,11 +111,13 @@ def test_the_same_command_goes_on_after_every_interruption(workflow_copy: Path) 
                      later: float = later) -> float | None:  # fmt: skip
                 return 0.0 if now - caught else later if steps >= most else None
 
-            code, printed, running = _run(workflow_copy, stop, WAYS[round_ % 2])
+            way = ways[round_ % len(ways)]
+            code, printed, running = _run(workflow_copy, stop, way)
             assert "cannot be locked" not in printed and not tracebacks(printed), printed[-3000:]
             last = printed
             seen.append((attempt, code, sorted(running)))
-            if code == 0 and not running:  # it ended before the stop came
+            if code == 0:  # it ended before the stop came, or went on past a Ctrl-C
+                ways = [signal.SIGKILL] if running else ways
                 break
             stops, rules = stops + 1, rules | running
         else:

@@ -60,7 +60,8 @@ def _plot(args: argparse.Namespace, log: Callable[[str], None]) -> None:
         rounds = [read_json(path, "a search round's proposals") for path in args.rounds]
         paths = search_progress(table, rounds, device, args.out_dir / SEARCH_FIGURE)
     elif args.figure == ENERGY_FIGURE:
-        from ..report.energy import energy_figure, write_energy_table
+        from ..report.energy import energy_figure
+        from ..report.energy_tables import write_energy_table
 
         family = load_family(args.kernels_dir, str(table["family"].iloc[0]))
         paths = energy_figure(table, family, device, args.out_dir / ENERGY_FIGURE)

@@ -13,8 +13,8 @@ from ..gpu import device_model
 from ..spec import load_family
 from ..study.questions import questions_from_json
 from . import questions, rungs
-from .energy import energy_markdown
-from .search_report import search_markdown
+from .energy_tables import energy_markdown
+from .search_summary import search_markdown
 from .summary import markdown, summarize
 from .tables import (
     RUNG_WRAP,
