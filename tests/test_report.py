@@ -2,7 +2,6 @@
 seeds' tables, the comparison of two runs, and the Python entry points."""
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -29,25 +28,6 @@ DEVICE = {"name": "NVIDIA H100 80GB HBM3", "date": "2026-11-23", "replayed_from"
 @pytest.fixture(scope="module")
 def ladder() -> pd.DataFrame:
     return replayed("h100-sxm")["matmul_ladder"]
-
-
-def test_every_figure_is_drawn_or_says_why_not(tmp_path: Path, ladder: pd.DataFrame) -> None:
-    paths = draw(ladder, MATMUL, DEVICE, tmp_path, list(FIGURES))
-    assert sorted(p.name for p in paths) == sorted(f"{f}.{e}" for f in STANDARD_FIGURES
-                                                   for e in ("png", "svg"))  # fmt: skip
-    roofline = (tmp_path / "roofline.svg").read_text()
-    labels = ("DRAM 3.35 TB/s", "L2 intensity", "replayed from capture h100-sxm, 2026-11-23",
-              "cublas_fp32 (library)")  # fmt: skip
-    for label in labels:
-        assert label in roofline
-    measured = ladder["roof_measured_flops_per_s"][ladder["roof"] == "fp32"].iloc[0]
-    assert re.search(rf"FP32 [\d.]+ \(measured {measured / 1e12:,.3g}\) TFLOP/s", roofline)
-    # warptile and the WMMA rungs are swept over two or more shapes: a panel per size each
-    sweep = (tmp_path / "sweep.svg").read_text()
-    assert "warptile, M = 4096" in sweep and "wmma_fp16_pipelined, M = 2049" in sweep
-    performance = (tmp_path / "performance.svg").read_text()
-    assert "float16" in performance  # one panel per precision
-    assert "hollow: 2049" in performance  # drawn apart from 2048, not joined to it
 
 
 def test_a_batch_beside_the_size_axis_gets_its_own_panels(tmp_path: Path) -> None:

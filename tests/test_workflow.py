@@ -88,7 +88,17 @@ def test_replay_produces_the_table_and_figures(workflow_copy: Path) -> None:
     assert "FP16 tensor " in roofs and "TF32 tensor " in roofs
     fp16 = ceilings["tensor_fp16"]["value"]  # in TFLOP/s, or PFLOP/s once a roof passes 1000
     assert f"measured {fp16 / 1e12:,.3g}" in roofs or f"measured {fp16 / 1e15:,.3g}" in roofs
-    assert "warptile, M = 4096" in (results / "sweep.svg").read_text()  # three swept rungs
+    for label in ("DRAM 3.35 TB/s", "L2 intensity", "cublas_fp32 (library)"):
+        assert label in roofs, label
+    fp32 = table["roof_measured_flops_per_s"][table["roof"] == "fp32"].iloc[0]  # the row's
+    assert re.search(rf"FP32 [\d.]+ \(measured ({fp32 / 1e12:,.3g}\) T|{fp32 / 1e15:,.3g}\) P)",
+                     roofs)  # fmt: skip
+    # warptile and the WMMA rungs are swept over two or more shapes: a panel per size each
+    sweep = (results / "sweep.svg").read_text()
+    assert "warptile, M = 4096" in sweep and "wmma_fp16_pipelined, M = 2049" in sweep
+    performance = (results / "performance.svg").read_text()
+    assert "float16" in performance  # one panel per precision
+    assert "hollow: 2049" in performance  # drawn apart from 2048, not joined to it
     # replay reproduces the table the GPU run itself wrote, value for value
     gpu = pd.read_parquet(ROOT / "resources" / "captures" / "h100-sxm" / "matmul_ladder"
                           / "table.parquet")  # fmt: skip
