@@ -232,3 +232,41 @@ def test_the_guides_dry_run_of_a_new_family_works_without_a_gpu(
         "Without a GPU, check their kernels with --config mode=check (or ncuflow check <config "
         "file>), and dry-run them as a GPU machine would with -n --config mode=gpu"
     ), line
+
+
+@pytest.mark.skipif(bindings() is None, reason="NVRTC's Python bindings are not installed")
+def test_a_check_compiles_into_the_cache_a_run_in_its_folder_reads(
+    tmp_path: Path, example_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each build compiled once, into the compile stage's cache of the folder the check
+    runs in: a check again compiles nothing, and the compile stage of a run there only the
+    harness's own kernels."""
+    from ncuflow.check import variants
+    from ncuflow.check.command import read_study
+    from ncuflow.compile import stage
+    from ncuflow.vocab import CUBINS
+
+    monkeypatch.chdir(tmp_path)
+    study = read_study([_study(tmp_path, example_copy)])
+    first = [c.line() for c in variants.check_study(study, workers=2)]
+    assert sum(": ok: " in line for line in first) == 2, first
+    assert len(list((tmp_path / CUBINS).glob("*.cubin"))) == 2  # gather at BLOCK 128 and 256
+    compiled: list[str] = []
+
+    def counted(source: str, name: str, options: object) -> bytes:
+        compiled.append(name)
+        return b"\0"
+
+    monkeypatch.setattr(variants, "compile_cubin", counted)
+    monkeypatch.setattr(stage, "compile_cubin", counted)
+    again = list(variants.check_study(study, workers=1))
+    assert [c.status for c in again] == ["ok", "ok"], again
+    assert [c.line() for c in again if c.variant == "gather"] == [
+        line for line in first if line.startswith("g/gather: ")]  # fmt: skip
+    assert compiled == []
+    jobs = [(Path(study.plan_file("g", v, tmp_path / "plans")), part)
+            for v, part in study.batch_jobs("g")]  # fmt: skip
+    lines: list[str] = []
+    stage.compile_stage(jobs, tmp_path / "compiled.json", tmp_path / CUBINS, "sm_90", 1,
+                        lines.append)  # fmt: skip
+    assert sorted(compiled) == sorted(f"{name}.cu" for name in stage.HELPERS), lines

@@ -116,9 +116,11 @@ def test_the_same_command_goes_on_after_every_interruption(workflow_copy: Path) 
             assert "cannot be locked" not in printed and not tracebacks(printed), printed[-3000:]
             last = printed
             seen.append((attempt, code, sorted(running)))
-            if code == 0:  # it ended before the stop came, or went on past a Ctrl-C
-                ways = [signal.SIGKILL] if running else ways
+            if code == 0 and not running:  # it ended before the stop came
                 break
+            if code == 0:  # it went on past a Ctrl-C: no stop, and kills from here on
+                ways = [signal.SIGKILL]
+                continue
             stops, rules = stops + 1, rules | running
         else:
             raise AssertionError(f"never finished:\n{last[-3000:]}")

@@ -1,8 +1,9 @@
 """Each variant of a study checked without a GPU: every tunable set compiled with NVRTC
-for the target architecture (as the GPU path compiles it), the family's inputs drawn and
-its reference computed with NumPy at the smallest size, and a host variant run and
-checked for real. Planning the study has already imported family.py, bound every function
-it names and evaluated every expression of the grid.
+for the target architecture (as the GPU path compiles it, on every core, into the compile
+stage's cache of this folder, which a check again and a run here reuse), the family's
+inputs drawn and its reference computed with NumPy at the smallest size, and a host
+variant run and checked for real. Planning the study has already imported family.py, bound
+every function it names and evaluated every expression of the grid.
 
 One line per variant, with one of three words: ``ok`` (all of the above done and passed),
 ``not checked`` (a part of it this machine cannot do: a library call on the GPU, a module
@@ -12,22 +13,25 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import random
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from ..compile.cubins import compile_options, nvrtc_options
+from ..compile.cubins import build_key, compile_options
+from ..compile.stage import Build, compile_all, variant_builds
 from ..errors import NcuflowError
 from ..measure.problem import Problem, inputs_seed
 from ..measure.worker import measure_config, missing_modules
-from ..nvrtc import INSTALL, CompileFailed, bindings, compile_cubin
-from ..plan import ConfigRow, Plan
+from ..nvrtc import INSTALL, CompileFailed, bindings, compile_cubin, version
+from ..plan import Plan
 from ..spec.model import Variant
 from ..study.config import Study
-from ..vocab import OK
+from ..vocab import CUBINS, OK
 
 SAMPLE = 16  # configurations of a search's space checked: a space may hold millions
 TARGET = "sm_90"  # the H100's: what a variant without an arch of its own is compiled for
@@ -50,25 +54,60 @@ class Checked:
         return f"{self.experiment}/{self.variant}: {self.status}: {self.said}"
 
 
-def check_study(study: Study, arch: str = TARGET) -> Iterator[Checked]:
+def check_study(study: Study, arch: str = TARGET, workers: int = 1) -> Iterator[Checked]:
     """Each variant of each experiment, in the study's order: of a search's space, a sample
-    of what can run (the search proposes from all of it)."""
+    of what can run (the search proposes from all of it). Every CUDA build is compiled
+    first, on ``workers`` processes (_compile_ahead)."""
+    planned: list[tuple[str, str, Plan | str, str]] = []  # a plan, or why there is none
     for experiment, variant in study.jobs():
-        sampled = ""
         try:
-            exp = study.experiments[experiment]
-            if exp.search.searches:
-                pending = exp.scans[variant].pending
-                taken = sorted(random.Random(0).sample(list(pending), min(SAMPLE, len(pending))))
-                plan = study.variant_plan(experiment, variant).plan.with_configs(
-                    [exp.grids[variant].row_at(p) for p in taken])  # fmt: skip
-                sampled = f"a search's sample of {len(taken)} of its {len(pending)}: "
-            else:
-                plan = study.plan(experiment, variant)
+            planned.append((experiment, variant, *_plan(study, experiment, variant)))
+        except NcuflowError as exc:
+            planned.append((experiment, variant, str(exc), ""))
+    _compile_ahead(study, [p for _, _, p, _ in planned if isinstance(p, Plan)], arch, workers)
+    for experiment, variant, plan, sampled in planned:
+        try:
+            if not isinstance(plan, Plan):
+                raise NcuflowError(plan)
             status, said = _check(plan, study, arch)
         except NcuflowError as exc:
             status, said = WRONG, str(exc)
         yield Checked(experiment, variant, status, sampled + said)
+
+
+def _plan(study: Study, experiment: str, variant: str) -> tuple[Plan, str]:
+    """The plan checked, and what it samples of a search's space ("" for a grid)."""
+    exp = study.experiments[experiment]
+    if not exp.search.searches:
+        return study.plan(experiment, variant), ""
+    pending = exp.scans[variant].pending
+    taken = sorted(random.Random(0).sample(list(pending), min(SAMPLE, len(pending))))
+    plan = study.variant_plan(experiment, variant).plan.with_configs(
+        [exp.grids[variant].row_at(p) for p in taken])  # fmt: skip
+    return plan, f"a search's sample of {len(taken)} of its {len(pending)}: "
+
+
+def _builds(study: Study, plan: Plan, arch: str) -> dict[str, Build]:
+    """A plan's CUDA builds by build key, named as the compile stage names them in its
+    cache (CUBINS, in this folder); none where the variant is no CUDA or cannot be built
+    here."""
+    family = study.experiments[plan.experiment].family
+    variant = family.variant(plan.variant)
+    if not variant.is_cuda or bindings() is None or missing_modules(variant):
+        return {}
+    return variant_builds(family, variant, plan.pending, arch, version(), Path(CUBINS))
+
+
+def _compile_ahead(study: Study, plans: list[Plan], arch: str, workers: int) -> None:
+    """Every build of ``plans`` the compile stage's cache lacks, compiled into it on
+    ``workers`` processes: the check finds them there, a check again compiles only what
+    changed, and a run in this folder compiles none of them again. What NVRTC refuses is
+    left to the check, which compiles it again to say why."""
+    work = {b[3]: b for plan in plans for b in _builds(study, plan, arch).values()
+            if not Path(b[3]).is_file()}  # fmt: skip
+    if work:
+        Path(CUBINS).mkdir(parents=True, exist_ok=True)
+        compile_all(list(work.values()), workers)
 
 
 def summary(counts: Counter[str]) -> str:
@@ -82,11 +121,12 @@ def summary(counts: Counter[str]) -> str:
 
 
 def print_check(study: Study, arch: str = TARGET) -> int:
-    """Check every variant, one line each on the terminal as it is done, then the counts;
-    how many are wrong (``ncuflow check``, and a run with ``mode: check``). A variant not
-    checked is no failure, and is never counted as ok."""
+    """Check every variant (compiling on every core this process may use), one line each on
+    the terminal as it is done, then the counts; how many are wrong (``ncuflow check``, and
+    a run with ``mode: check``). A variant not checked is no failure, and is never counted
+    as ok."""
     counts: Counter[str] = Counter()
-    for checked in check_study(study, arch):
+    for checked in check_study(study, arch, len(os.sched_getaffinity(0))):
         print(f"ncuflow check: {checked.line()}", flush=True)
         counts[checked.status] += 1
     print(f"ncuflow check: {summary(counts)}", flush=True)
@@ -94,21 +134,25 @@ def print_check(study: Study, arch: str = TARGET) -> int:
 
 
 def _compiled(plan: Plan, variant: Variant, study: Study, arch: str) -> str:
-    """Every distinct tunable set (and dtype) of the plan compiled: what was done, or the
-    first refusal as an error."""
+    """Every distinct tunable set (and dtype) of the plan compiled (in the cache, or here
+    under the variant's own file name, which NVRTC's messages then name): what was done, or
+    the first refusal as an error."""
     family = study.experiments[plan.experiment].family
-    sets: dict[tuple[str, ...], ConfigRow] = {}
-    for row in plan.pending:
-        options = compile_options(family, variant, row.params, (row.dtype, row.out_dtype))
-        sets.setdefault(nvrtc_options(options, variant, arch), row)
-    for options, row in sets.items():
+    builds = _builds(study, plan, arch)
+    left = dict(builds)
+    for row in plan.pending:  # the first row of each build names it where NVRTC refuses it
+        key = build_key(variant, compile_options(family, variant, row.params,
+                                                 (row.dtype, row.out_dtype)))  # fmt: skip
+        build = left.pop(key, None)
+        if build is None or Path(build[3]).is_file():
+            continue
         try:
-            compile_cubin(variant.source, variant.path.name, options)
+            compile_cubin(variant.source, variant.path.name, build[2])
         except CompileFailed as exc:
             shown = "\n".join(str(exc).splitlines()[:6])
             raise NcuflowError(f"{row.config_id} does not compile for {variant.arch or arch} "
                                f"with NVRTC:\n{shown}") from None  # fmt: skip
-    return f"{len(sets)} tunable set(s) compiled for {variant.arch or arch}"
+    return f"{len(builds)} tunable set(s) compiled for {variant.arch or arch}"
 
 
 def _check(plan: Plan, study: Study, arch: str) -> tuple[str, str]:

@@ -17,7 +17,10 @@ from pathlib import Path
 from ..children import pool_worker
 from ..files import atomic_write
 from ..nvrtc import CompileFailed, bindings, compile_cubin, version
+from ..plan import ConfigRow
 from ..spec import load_variant
+from ..spec.family import Family
+from ..spec.model import Variant
 from ..study.config import part_plan
 from .cubins import (
     HELPERS,
@@ -28,6 +31,9 @@ from .cubins import (
     nvrtc_options,
     source_digest,
 )
+
+# One cubin to compile: (source, its name in NVRTC's messages, NVRTC's options, the cubin's path)
+Build = tuple[str, str, tuple[str, ...], str]
 
 
 def gpu_arch() -> str | None:
@@ -69,7 +75,7 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
     nvrtc = version()
     cache.mkdir(parents=True, exist_ok=True)
     entries: dict[str, str] = {}
-    pending: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
+    pending: dict[str, Build] = {}
     helpers: dict[str, str] = {}
     for variant_plan, part in jobs:
         plan = part_plan(variant_plan, part, proposals)
@@ -83,20 +89,16 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
                     pending[str(path)] = (source, f"{name}.cu", options, str(path))
         if not variant.is_cuda:
             continue
-        sources = source_digest(variant)
-        for row in plan.pending:  # those a restriction skips are never built
-            options = compile_options(family, variant, row.params, (row.dtype, row.out_dtype))
-            path = cache / cubin_name(sources, options, arch, nvrtc)
-            entries[build_key(variant, options)] = str(path.resolve())
-            if not path.is_file():
-                # named as CuPy names a source, which source lines read as the variant's own
-                pending[str(path)] = (variant.source, f"{variant.path.stem}.cubin.cu",
-                                      nvrtc_options(options, variant, arch), str(path))  # fmt: skip
+        for key, build in variant_builds(family, variant, plan.pending, arch, nvrtc,
+                                         cache).items():  # fmt: skip
+            entries[key] = str(Path(build[3]).resolve())
+            if not Path(build[3]).is_file():
+                pending[build[3]] = build
     builds = len(entries) + len(helpers)
     log(f"{len(entries)} builds for {arch} (NVRTC {nvrtc}) and {len(helpers)} of the harness: "
         f"{builds - len(pending)} in the cache, {len(pending)} to compile on {workers} "
         "processes")  # fmt: skip
-    refused = _compile_all(list(pending.values()), workers)
+    refused = compile_all(list(pending.values()), workers)
     for out, why in refused.items():
         log(f"NVRTC refused {Path(out).name} ({why}): the GPU job compiles it and says why")
         entries = {k: v for k, v in entries.items() if v != str(Path(out).resolve())}
@@ -106,7 +108,22 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
     log(f"compiled in {time.perf_counter() - started:.1f} s")
 
 
-def _compile_all(work: list[tuple[str, str, tuple[str, ...], str]], workers: int) -> dict:
+def variant_builds(family: Family, variant: Variant, rows: Sequence[ConfigRow], arch: str,
+                   nvrtc: str, cache: Path) -> dict[str, Build]:  # fmt: skip
+    """Each distinct build of a CUDA variant's ``rows`` (those a restriction skips are never
+    built), by build key: what compile_all compiles into ``cache``."""
+    sources, builds = source_digest(variant), {}
+    for row in rows:
+        options = compile_options(family, variant, row.params, (row.dtype, row.out_dtype))
+        path = cache / cubin_name(sources, options, arch, nvrtc)
+        # named as CuPy names a source, which source lines read as the variant's own
+        builds[build_key(variant, options)] = (variant.source, f"{variant.path.stem}.cubin.cu",
+                                               nvrtc_options(options, variant, arch),
+                                               str(path))  # fmt: skip
+    return builds
+
+
+def compile_all(work: list[Build], workers: int) -> dict[str, str]:
     """Each build of ``work``; {cubin path: why} of those NVRTC refused."""
     if workers <= 1 or len(work) <= 1:
         results = [_build(*w) for w in work]
