@@ -103,7 +103,7 @@ except NcuflowError as exc:
 if config["mode"] == "check":  # ncuflow check, here and now: no job, nothing measured
     from ncuflow.check.variants import print_check
 
-    _wrong = print_check(STUDY)
+    _wrong = print_check(STUDY, workers=workflow.resource_settings.cores)
     sys.exit(f"ncuflow: check: {_wrong} variant(s) are wrong (above)" if _wrong else 0)
 
 # Arguments every GPU stage takes. Each job decides gpu or replay by what its machine has

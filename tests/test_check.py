@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,11 @@ def _study(tmp_path: Path, kernels: Path, variants: dict | None = None) -> Path:
 
 
 def _run(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ncuflow", "check", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    """``ncuflow check`` in a folder of its own: the cubins it compiles go to that folder's
+    cache, not to the repository's."""
+    with tempfile.TemporaryDirectory() as folder:
+        return subprocess.run([sys.executable, "-m", "ncuflow", "check", *map(str, args)],
+                              capture_output=True, text=True, cwd=folder)  # fmt: skip
 
 
 def _check(tmp_path: Path, kernels: Path) -> subprocess.CompletedProcess:
@@ -175,7 +179,7 @@ def test_every_bundled_family_passes(study: str, variants: int) -> None:
     from ncuflow.files import read_config
     from ncuflow.study.config import load_study
 
-    proc = _run(study)
+    proc = _run(ROOT / study)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     loaded = load_study(read_config(ROOT / study), ROOT / Path(study).parent)
     lines = [LINE.match(line) for line in proc.stdout.splitlines()[:-1]]

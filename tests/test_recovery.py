@@ -99,7 +99,8 @@ def test_the_same_command_goes_on_after_every_interruption(workflow_copy: Path) 
     (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     rng = random.Random(27)
     stops, rules, last, ways = 0, set(), "", WAYS
-    seen = []  # what each run did: (attempt, exit status, the rules it was stopped in)
+    ctrl_c = {"stopped": 0, "went on": 0}  # runs Ctrl-C stopped, and runs it did not
+    seen = []  # what each run did: (attempt, the stop, exit status, the rules it ran)
     for attempt in range(5):
         tries = attempt + 1
         for round_ in range(40):
@@ -115,13 +116,15 @@ def test_the_same_command_goes_on_after_every_interruption(workflow_copy: Path) 
             code, printed, running = _run(workflow_copy, stop, way)
             assert "cannot be locked" not in printed and not tracebacks(printed), printed[-3000:]
             last = printed
-            seen.append((attempt, code, sorted(running)))
-            if code == 0 and not running:  # it ended before the stop came
-                break
-            if code == 0:  # it went on past a Ctrl-C: no stop, and kills from here on
-                ways = [signal.SIGKILL]
+            seen.append((attempt, signal.Signals(way).name, code, sorted(running)))
+            if code == 0:  # it ended before the stop came, or it went on past a Ctrl-C
+                if running and way == signal.SIGINT:  # no stop: kills from here on
+                    ctrl_c["went on"], ways = ctrl_c["went on"] + 1, [signal.SIGKILL]
+                if not running:
+                    break
                 continue
             stops, rules = stops + 1, rules | running
+            ctrl_c["stopped"] += way == signal.SIGINT
         else:
             raise AssertionError(f"never finished:\n{last[-3000:]}")
         code, printed, _ = _run(workflow_copy, None, WAYS[0])
@@ -131,6 +134,7 @@ def test_the_same_command_goes_on_after_every_interruption(workflow_copy: Path) 
         shutil.rmtree(workflow_copy / "results")  # from nothing again
     assert stops >= 8, f"only {stops} interruptions in {tries} attempts: {seen}"
     assert {"measure", "profile", "collect", "plot"} <= rules, (rules, seen)
+    assert sum(ctrl_c.values()) >= 1, seen  # a Ctrl-C came, and the same command went on
     for name in config["experiments"]:
         expected = replayed("h100-sxm")[name]
         table = pd.read_parquet(workflow_copy / "results" / name / "table.parquet")

@@ -259,6 +259,7 @@ def _planned_as_captured(capture: str, experiment: str) -> set[tuple[str, str]]:
         "h200-x2-gpus",
         "h100-sxm-classifier_layers",
         "h100-sxm-conv_layers",
+        "h100-sxm-layers",
         "h100-sxm-axpy",
     ],
 )

@@ -12,17 +12,18 @@ or NVRTC it lacks) or ``WRONG`` (what failed); then one line counting each."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import random
+import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..compile.cubins import build_key, compile_options
 from ..compile.stage import Build, compile_all, variant_builds
 from ..errors import NcuflowError
 from ..measure.problem import Problem, inputs_seed
@@ -54,22 +55,24 @@ class Checked:
         return f"{self.experiment}/{self.variant}: {self.status}: {self.said}"
 
 
-def check_study(study: Study, arch: str = TARGET, workers: int = 1) -> Iterator[Checked]:
+def check_study(study: Study, arch: str = TARGET, workers: int = 1,
+                say: Callable[[str], None] = print) -> Iterator[Checked]:  # fmt: skip
     """Each variant of each experiment, in the study's order: of a search's space, a sample
     of what can run (the search proposes from all of it). Every CUDA build is compiled
-    first, on ``workers`` processes (_compile_ahead)."""
-    planned: list[tuple[str, str, Plan | str, str]] = []  # a plan, or why there is none
+    first, on ``workers`` processes (_compile_ahead, which ``say``s so)."""
+    planned: list[tuple[str, str, Plan | str, str, dict[str, Build]]] = []
     for experiment, variant in study.jobs():
         try:
-            planned.append((experiment, variant, *_plan(study, experiment, variant)))
-        except NcuflowError as exc:
-            planned.append((experiment, variant, str(exc), ""))
-    _compile_ahead(study, [p for _, _, p, _ in planned if isinstance(p, Plan)], arch, workers)
-    for experiment, variant, plan, sampled in planned:
+            plan, sampled = _plan(study, experiment, variant)
+            planned.append((experiment, variant, plan, sampled, _builds(study, plan, arch)))
+        except NcuflowError as exc:  # no plan: why, on the variant's line
+            planned.append((experiment, variant, str(exc), "", {}))
+    _compile_ahead([b for *_, builds in planned for b in builds.values()], workers, say)
+    for experiment, variant, plan, sampled, builds in planned:
         try:
             if not isinstance(plan, Plan):
                 raise NcuflowError(plan)
-            status, said = _check(plan, study, arch)
+            status, said = _check(plan, study, arch, builds)
         except NcuflowError as exc:
             status, said = WRONG, str(exc)
         yield Checked(experiment, variant, status, sampled + said)
@@ -98,16 +101,22 @@ def _builds(study: Study, plan: Plan, arch: str) -> dict[str, Build]:
     return variant_builds(family, variant, plan.pending, arch, version(), Path(CUBINS))
 
 
-def _compile_ahead(study: Study, plans: list[Plan], arch: str, workers: int) -> None:
-    """Every build of ``plans`` the compile stage's cache lacks, compiled into it on
-    ``workers`` processes: the check finds them there, a check again compiles only what
-    changed, and a run in this folder compiles none of them again. What NVRTC refuses is
-    left to the check, which compiles it again to say why."""
-    work = {b[3]: b for plan in plans for b in _builds(study, plan, arch).values()
-            if not Path(b[3]).is_file()}  # fmt: skip
-    if work:
+def _compile_ahead(builds: list[Build], workers: int, say: Callable[[str], None]) -> None:
+    """Every build the compile stage's cache lacks, compiled into it on ``workers``
+    processes: the check finds them there, a check again compiles only what changed, and a
+    run in this folder (on a GPU of the check's architecture) compiles none of them again.
+    What NVRTC refuses is left to the check, which compiles it again to say why; where the
+    cache cannot be written, each variant compiles on its own."""
+    work = {b.path: b for b in builds if not Path(b.path).is_file()}
+    if not work:
+        return
+    say(f"ncuflow check: compiling {len(work)} build(s) on {workers} process(es) into "
+        f"{CUBINS}/ ({len(set(b.path for b in builds)) - len(work)} there already)")  # fmt: skip
+    try:
         Path(CUBINS).mkdir(parents=True, exist_ok=True)
         compile_all(list(work.values()), workers)
+    except (NcuflowError, OSError) as exc:
+        say(f"ncuflow check: compiling ahead failed ({exc}): each variant compiles on its own")
 
 
 def summary(counts: Counter[str]) -> str:
@@ -120,42 +129,40 @@ def summary(counts: Counter[str]) -> str:
     return line
 
 
-def print_check(study: Study, arch: str = TARGET) -> int:
-    """Check every variant (compiling on every core this process may use), one line each on
-    the terminal as it is done, then the counts; how many are wrong (``ncuflow check``, and
-    a run with ``mode: check``). A variant not checked is no failure, and is never counted
-    as ok."""
+def print_check(study: Study, arch: str = TARGET, workers: int | None = None) -> int:
+    """Check every variant (compiling on ``workers`` processes, by default a core each that
+    this process may use), one line each on the terminal as it is done, then the counts;
+    how many are wrong (``ncuflow check``, and a run with ``mode: check``). A variant not
+    checked is no failure, and is never counted as ok. Progress goes to stderr."""
     counts: Counter[str] = Counter()
-    for checked in check_study(study, arch, len(os.sched_getaffinity(0))):
+    workers = workers or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                          else os.cpu_count() or 1)  # fmt: skip
+    progress = functools.partial(print, file=sys.stderr, flush=True)
+    for checked in check_study(study, arch, workers, progress):
         print(f"ncuflow check: {checked.line()}", flush=True)
         counts[checked.status] += 1
     print(f"ncuflow check: {summary(counts)}", flush=True)
     return counts[WRONG]
 
 
-def _compiled(plan: Plan, variant: Variant, study: Study, arch: str) -> str:
+def _compiled(variant: Variant, arch: str, builds: dict[str, Build]) -> str:
     """Every distinct tunable set (and dtype) of the plan compiled (in the cache, or here
     under the variant's own file name, which NVRTC's messages then name): what was done, or
-    the first refusal as an error."""
-    family = study.experiments[plan.experiment].family
-    builds = _builds(study, plan, arch)
-    left = dict(builds)
-    for row in plan.pending:  # the first row of each build names it where NVRTC refuses it
-        key = build_key(variant, compile_options(family, variant, row.params,
-                                                 (row.dtype, row.out_dtype)))  # fmt: skip
-        build = left.pop(key, None)
-        if build is None or Path(build[3]).is_file():
+    the first refusal as an error, naming the first configuration of that build."""
+    for build in builds.values():
+        if Path(build.path).is_file():
             continue
         try:
-            compile_cubin(variant.source, variant.path.name, build[2])
+            compile_cubin(build.source, variant.path.name, build.options)
         except CompileFailed as exc:
             shown = "\n".join(str(exc).splitlines()[:6])
-            raise NcuflowError(f"{row.config_id} does not compile for {variant.arch or arch} "
-                               f"with NVRTC:\n{shown}") from None  # fmt: skip
+            row = build.row.config_id if build.row else variant.name
+            raise NcuflowError(f"{row} does not compile for {variant.arch or arch} with "
+                               f"NVRTC:\n{shown}") from None  # fmt: skip
     return f"{len(builds)} tunable set(s) compiled for {variant.arch or arch}"
 
 
-def _check(plan: Plan, study: Study, arch: str) -> tuple[str, str]:
+def _check(plan: Plan, study: Study, arch: str, builds: dict[str, Build]) -> tuple[str, str]:
     """(status, what was done): NOT_CHECKED where a part of the check cannot run here, its
     reason first."""
     family = study.experiments[plan.experiment].family
@@ -168,7 +175,7 @@ def _check(plan: Plan, study: Study, arch: str) -> tuple[str, str]:
         status = NOT_CHECKED
         done.append(f"not compiled: NVRTC's Python bindings are not installed ({INSTALL})")
     elif variant.is_cuda:
-        done.append(_compiled(plan, variant, study, arch))
+        done.append(_compiled(variant, arch, builds))
     elif variant.runs_on == "gpu":
         status = NOT_CHECKED
         done.append("its library calls run only on a GPU")

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from ..children import pool_worker
 from ..files import atomic_write
@@ -32,8 +33,15 @@ from .cubins import (
     source_digest,
 )
 
-# One cubin to compile: (source, its name in NVRTC's messages, NVRTC's options, the cubin's path)
-Build = tuple[str, str, tuple[str, ...], str]
+
+class Build(NamedTuple):
+    """One cubin to compile, and the first configuration that needs it."""
+
+    source: str
+    name: str  # the source's name in NVRTC's messages
+    options: tuple[str, ...]  # NVRTC's
+    path: str  # the cubin's, in the cache
+    row: ConfigRow | None = None  # None: one of the harness's own kernels
 
 
 def gpu_arch() -> str | None:
@@ -86,14 +94,14 @@ def compile_stage(jobs: Sequence[tuple[Path, str]], index: Path, cache: Path, ar
                 path = cache / file_name
                 helpers[name] = str(path.resolve())
                 if not path.is_file():
-                    pending[str(path)] = (source, f"{name}.cu", options, str(path))
+                    pending[str(path)] = Build(source, f"{name}.cu", options, str(path))
         if not variant.is_cuda:
             continue
         for key, build in variant_builds(family, variant, plan.pending, arch, nvrtc,
                                          cache).items():  # fmt: skip
-            entries[key] = str(Path(build[3]).resolve())
-            if not Path(build[3]).is_file():
-                pending[build[3]] = build
+            entries[key] = str(Path(build.path).resolve())
+            if not Path(build.path).is_file():
+                pending[build.path] = build
     builds = len(entries) + len(helpers)
     log(f"{len(entries)} builds for {arch} (NVRTC {nvrtc}) and {len(helpers)} of the harness: "
         f"{builds - len(pending)} in the cache, {len(pending)} to compile on {workers} "
@@ -115,21 +123,27 @@ def variant_builds(family: Family, variant: Variant, rows: Sequence[ConfigRow], 
     sources, builds = source_digest(variant), {}
     for row in rows:
         options = compile_options(family, variant, row.params, (row.dtype, row.out_dtype))
-        path = cache / cubin_name(sources, options, arch, nvrtc)
-        # named as CuPy names a source, which source lines read as the variant's own
-        builds[build_key(variant, options)] = (variant.source, f"{variant.path.stem}.cubin.cu",
-                                               nvrtc_options(options, variant, arch),
-                                               str(path))  # fmt: skip
+        key = build_key(variant, options)
+        if key not in builds:
+            path = cache / cubin_name(sources, options, arch, nvrtc)
+            # named as CuPy names a source, which source lines read as the variant's own
+            builds[key] = Build(
+                variant.source,
+                f"{variant.path.stem}.cubin.cu",
+                nvrtc_options(options, variant, arch),
+                str(path),
+                row,
+            )
     return builds
 
 
 def compile_all(work: list[Build], workers: int) -> dict[str, str]:
     """Each build of ``work``; {cubin path: why} of those NVRTC refused."""
     if workers <= 1 or len(work) <= 1:
-        results = [_build(*w) for w in work]
+        results = [_build(w.source, w.name, w.options, w.path) for w in work]
     else:  # processes: NVRTC holds the interpreter while it compiles
         context, stage = multiprocessing.get_context("fork"), os.getpid()
         with ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                  initializer=pool_worker, initargs=(stage,)) as pool:  # fmt: skip
-            results = list(pool.map(_build, *zip(*work, strict=True)))
-    return {w[3]: why for w, why in zip(work, results, strict=True) if why is not None}
+            results = list(pool.map(_build, *zip(*(w[:4] for w in work), strict=True)))
+    return {w.path: why for w, why in zip(work, results, strict=True) if why is not None}

@@ -19,9 +19,11 @@ ceilings apart (device.energy_ceilings) with this module's kernels: ``energy_fp3
 16-byte read and copy streams).
 
 Each value is the median over REPEATS timed launches (CUDA events), each sized to last about
-TARGET_S, after warm-up launches; the kernels fill every SM with as many blocks as can be
-resident at once. For a sanity check, an H100 SXM gives about 3.0 TB/s for the DRAM copy,
-7–10 TB/s from L2, 60 TFLOP/s FP32 and 750 TFLOP/s FP16 on the tensor cores.
+TARGET_S (the memcpy pattern: one 2 GiB copy, about 1 ms), after warm-up launches; a DRAM
+pattern's is the best of DRAM_ROUNDS such medians, each on arrays of its own. The kernels
+fill every SM with as many blocks as can be resident at once. For a sanity check, an H100
+SXM gives about 3.0 TB/s for the DRAM copy, 7–10 TB/s from L2, 60 TFLOP/s FP32 and 750
+TFLOP/s FP16 on the tensor cores.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def spread_pct(values: list[float]) -> float:
 
 
 @dataclass
-class _Device:
+class Device:
     """What every measurement needs: CuPy, the compiled kernels and the facts of the GPU."""
 
     cp: Any
@@ -100,17 +102,17 @@ class _Device:
     pending: list[tuple[Any, ...]] = field(default_factory=list)
 
 
-def _open_device(log: Callable[[str], None], energy_s: float | None) -> _Device:
+def open_device(log: Callable[[str], None], energy_s: float | None) -> Device:
     cp = cupy()
     source = SOURCE.read_text()
     module = cp.RawModule(code=source, options=("-std=c++17", *toolkit_includes()))
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    return _Device(cp, module, kernel_constants(source), int(props["multiProcessorCount"]),
+    return Device(cp, module, kernel_constants(source), int(props["multiProcessorCount"]),
                    int(props["l2CacheSize"]), log, gpu_properties()["sm_clock_max_mhz"],
                    energy_s)  # fmt: skip
 
 
-def _kernel(d: _Device, name: str, threads: int, carveout: int | None = None) -> tuple[Any, int]:
+def _kernel(d: Device, name: str, threads: int, carveout: int | None = None) -> tuple[Any, int]:
     """(the kernel, its grid): as many blocks of ``threads`` as fit on every SM at once."""
     fn = d.module.get_function(name)
     if carveout is not None:  # percent of the unified L1/shared memory kept for shared memory
@@ -121,7 +123,7 @@ def _kernel(d: _Device, name: str, threads: int, carveout: int | None = None) ->
     return fn, d.sms * per_sm
 
 
-def _time(d: _Device, launch: Callable[[], None], repeats: int) -> list[float]:
+def _time(d: Device, launch: Callable[[], None], repeats: int) -> list[float]:
     """Seconds of each of ``repeats`` launches, each between its own pair of CUDA events."""
     cp = d.cp
     stream = cp.cuda.get_current_stream()
@@ -136,7 +138,7 @@ def _time(d: _Device, launch: Callable[[], None], repeats: int) -> list[float]:
     return times
 
 
-def _scale(d: _Device, launch: Callable[[int], None], count: int) -> int:
+def _scale(d: Device, launch: Callable[[int], None], count: int) -> int:
     """The work count (iterations, passes) that makes one launch last about TARGET_S."""
     launch(count)  # compiles on first use, outside any timing
     d.cp.cuda.Device().synchronize()
@@ -150,7 +152,7 @@ def _scale(d: _Device, launch: Callable[[int], None], count: int) -> int:
 
 
 def _measure(
-    d: _Device, launch: Callable[[], None], work: float, unit: str, method: str,
+    d: Device, launch: Callable[[], None], work: float, unit: str, method: str,
     energy: tuple[str, str] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Warm up for WARMUP_S, time REPEATS launches: the rate work / median time; with the
@@ -185,23 +187,23 @@ def best_of(patterns: dict[str, dict[str, Any]]) -> dict[str, Any]:
                          for k, v in patterns.items()}}  # fmt: skip
 
 
-def _dram(d: _Device, rounds_of: int = DRAM_ROUNDS) -> dict[str, Any]:
-    """The DRAM ceiling: every pattern measured on ``rounds_of`` sets of freshly allocated
+def measure_dram(d: Device, rounds: int = DRAM_ROUNDS) -> dict[str, Any]:
+    """The DRAM ceiling: every pattern measured on ``rounds`` sets of freshly allocated
     arrays, each pattern at its best round (the rounds' rates kept); the energy tier's
     patterns run on the last round's arrays."""
-    rounds = []
-    for number in range(rounds_of):
-        rounds.append(_dram_round(d, last=number == rounds_of - 1))
+    done = []
+    for number in range(rounds):
+        done.append(_dram_round(d, last=number == rounds - 1))
         d.cp.get_default_memory_pool().free_all_blocks()  # the round's arrays
     patterns = {}
-    for name in rounds[0]:
-        measured = [each[name] for each in rounds]
+    for name in done[0]:
+        measured = [each[name] for each in done]
         best = max(measured, key=lambda entry: entry["value"])
         patterns[name] = {**best, "rounds": [entry["value"] for entry in measured]}
     return best_of(patterns)
 
 
-def _dram_round(d: _Device, last: bool) -> dict[str, dict[str, Any]]:
+def _dram_round(d: Device, last: bool) -> dict[str, dict[str, Any]]:
     """Each DRAM pattern once, on arrays of its own (``last``: energy patterns kept)."""
     cp = d.cp
     n = DRAM_BYTES // 4
@@ -238,7 +240,7 @@ def _dram_round(d: _Device, last: bool) -> dict[str, dict[str, Any]]:
     return patterns
 
 
-def _l2(d: _Device) -> dict[str, Any]:
+def _l2(d: Device) -> dict[str, Any]:
     cp = d.cp
     threads, batch = d.k["THREADS"], d.k["BATCH"]
     fn, grid = _kernel(d, "l2_read", threads)
@@ -262,7 +264,7 @@ def _l2(d: _Device) -> dict[str, Any]:
     return _measure(d, lambda: launch(passes), n_vec * 16 * passes, "byte/s", method)
 
 
-def _l2_write(d: _Device) -> dict[str, Any]:
+def _l2_write(d: Device) -> dict[str, Any]:
     cp = d.cp
     threads = d.k["THREADS"]
     fn, grid = _kernel(d, "l2_write", threads)
@@ -280,7 +282,7 @@ def _l2_write(d: _Device) -> dict[str, Any]:
     return _measure(d, lambda: launch(passes), n_vec * 16 * passes, "byte/s", method)
 
 
-def _l1(d: _Device) -> dict[str, Any]:
+def _l1(d: Device) -> dict[str, Any]:
     cp = d.cp
     threads = d.k["THREADS"]
     fn, grid = _kernel(d, "l1_read", threads, carveout=0)  # 0: the largest L1
@@ -301,7 +303,7 @@ def _l1(d: _Device) -> dict[str, Any]:
     return _measure(d, lambda: launch(passes), work, "byte/s", method)
 
 
-def _shared(d: _Device, name: str) -> dict[str, Any]:
+def _shared(d: Device, name: str) -> dict[str, Any]:
     cp = d.cp
     threads, n_vec = d.k["SHARED_THREADS"], d.k["SHARED_VEC"]
     fn, grid = _kernel(d, name, threads, carveout=100)  # 100: the most shared memory
@@ -321,7 +323,7 @@ def _shared(d: _Device, name: str) -> dict[str, Any]:
     return _measure(d, lambda: launch(passes), work, "byte/s", method)
 
 
-def _fma(d: _Device, name: str, dtype: str, flop_per_fma: int, what: str) -> dict[str, Any]:
+def measure_fma(d: Device, name: str, dtype: str, flop_per_fma: int, what: str) -> dict[str, Any]:
     cp = d.cp
     threads, fmas = d.k["THREADS"], d.k["CHAINS"] * d.k["STEPS"]
     fn, grid = _kernel(d, name, threads)
@@ -347,7 +349,9 @@ def _energy(ceiling: str, pattern: str) -> tuple[str, str] | None:
     return (ceiling, pattern) if ceiling in ENERGY_CEILINGS.values() else None
 
 
-def _gemm(d: _Device, dtype: Any, label: str, ceiling: str, tf32: bool = False) -> dict[str, Any]:
+def measure_gemm(
+    d: Device, dtype: Any, label: str, ceiling: str, tf32: bool = False
+) -> dict[str, Any]:
     cp, n = d.cp, GEMM_N
     x = cp.random.random((n, n), dtype=cp.float32).astype(dtype)
     y = cp.random.random((n, n), dtype=cp.float32).astype(dtype)
@@ -363,7 +367,7 @@ def _gemm(d: _Device, dtype: Any, label: str, ceiling: str, tf32: bool = False) 
     return _measure(d, launch, 2.0 * n**3, "FLOP/s", method, _energy(ceiling, "cublas"))
 
 
-def _bf16_gemm(d: _Device) -> dict[str, Any] | None:
+def _bf16_gemm(d: Device) -> dict[str, Any] | None:
     """tensor_bf16, or None (logged) where CuPy cannot multiply bfloat16 matrices."""
     try:
         import ml_dtypes
@@ -371,7 +375,7 @@ def _bf16_gemm(d: _Device) -> dict[str, Any] | None:
         d.log("tensor_bf16 skipped: CuPy takes bfloat16 from ml_dtypes, which is not installed")
         return None
     try:
-        return _gemm(d, ml_dtypes.bfloat16, "bfloat16 in and out", "tensor_bf16")
+        return measure_gemm(d, ml_dtypes.bfloat16, "bfloat16 in and out", "tensor_bf16")
     except Exception as exc:  # CuPy before bfloat16 support, or no bfloat16 matmul
         d.log(f"tensor_bf16 skipped: CuPy cannot multiply bfloat16 matrices ({exc})")
         return None
@@ -379,10 +383,10 @@ def _bf16_gemm(d: _Device) -> dict[str, Any] | None:
 
 def measure_ceilings(log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
     """Every ceiling, keyed by the names in CEILING_NAMES (tensor_bf16 where it runs)."""
-    device = _open_device(log, None)
+    device = open_device(log, None)
     cp = device.cp
     steps: dict[str, Callable[[], dict[str, Any] | None]] = {
-        "dram": lambda: _dram(device),
+        "dram": lambda: measure_dram(device),
         "l2": lambda: best_of({"read_16B": _l2(device), "write_16B": _l2_write(device)}),
         "l1": lambda: best_of({"read_16B": _l1(device)}),
         "shared": lambda: best_of(
@@ -391,11 +395,13 @@ def measure_ceilings(log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
                 "write_16B": _shared(device, "shared_write"),
             }
         ),
-        "fp32": lambda: _fma(device, "ffma_loop", "float32", 2, "FP32 FMAs"),
-        "fp64": lambda: _fma(device, "dfma_loop", "float64", 2, "FP64 FMAs"),
-        "fp16": lambda: _fma(device, "hfma2_loop", "float16", 4, "packed-half FMAs (HFMA2)"),
-        "tensor_fp16": lambda: _gemm(device, cp.float16, "float16 in and out", "tensor_fp16"),
-        "tensor_tf32": lambda: _gemm(
+        "fp32": lambda: measure_fma(device, "ffma_loop", "float32", 2, "FP32 FMAs"),
+        "fp64": lambda: measure_fma(device, "dfma_loop", "float64", 2, "FP64 FMAs"),
+        "fp16": lambda: measure_fma(device, "hfma2_loop", "float16", 4, "packed-half FMAs (HFMA2)"),
+        "tensor_fp16": lambda: measure_gemm(
+            device, cp.float16, "float16 in and out", "tensor_fp16"
+        ),
+        "tensor_tf32": lambda: measure_gemm(
             device, cp.float32, "float32 with TF32 compute", "tensor_tf32", True
         ),
         "tensor_bf16": lambda: _bf16_gemm(device),

@@ -10,7 +10,15 @@ from typing import Any
 
 from ..measure.energy import gpu_energy
 from ..nvml import PowerWatch
-from .ceilings import ENERGY_CEILINGS, _Device, _dram, _fma, _gemm, _open_device, best_of
+from .ceilings import (
+    ENERGY_CEILINGS,
+    Device,
+    best_of,
+    measure_dram,
+    measure_fma,
+    measure_gemm,
+    open_device,
+)
 
 
 def measure_energy_ceilings(
@@ -19,14 +27,14 @@ def measure_energy_ceilings(
     """The energy ceilings (ENERGY_CEILINGS, rule energy_ceilings): the kernels of the FP32,
     FP16 tensor and DRAM ceilings set up (and timed, which sizes them) as for their rates,
     then each pattern run back to back for ``seconds``; a ceiling is its best pattern."""
-    device = _open_device(log, seconds)
-    _dram(device, rounds_of=1)  # sizes the patterns; their rates are the ceilings stage's
-    _fma(device, "ffma_loop", "float32", 2, "FP32 FMAs")
-    _gemm(device, device.cp.float16, "float16 in and out", "tensor_fp16")
+    device = open_device(log, seconds)
+    measure_dram(device, rounds=1)  # sizes the patterns; their rates are the ceilings stage's
+    measure_fma(device, "ffma_loop", "float32", 2, "FP32 FMAs")
+    measure_gemm(device, device.cp.float16, "float16 in and out", "tensor_fp16")
     return _energy_ceilings(device)
 
 
-def _energy_ceilings(d: _Device) -> dict[str, dict[str, Any]]:
+def _energy_ceilings(d: Device) -> dict[str, dict[str, Any]]:
     """The energy ceilings (ENERGY_CEILINGS): each pending pattern run back to back for the
     energy tier's seconds, its work per joule; a ceiling is its best pattern."""
     found: dict[str, dict[str, dict[str, Any]]] = {}
