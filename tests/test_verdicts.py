@@ -13,19 +13,6 @@ from ncuflow.analyze.verdicts import above_ceilings, agreement
 from ncuflow.files import read_json
 
 ALL = sorted(p.name for p in CAPTURES.iterdir() if (p / "capture.json").is_file())
-# Captures whose own ceilings a row exceeds, and why (each test fails there on purpose).
-LOW_CEILINGS = {
-    capture: "its DRAM ceiling (the best of memcpy and the read, write, copy and triad "
-    f"patterns, {ceiling} TB/s) came out 1.9-2.7 % under the 4.35 TB/s read_16B reached on the "
-    "same H200 minutes before (an interrupted run); its in-place axpy at 2^26 + 3 elements "
-    f"read and wrote at {rate} TB/s under ncu, above it by more than the ceiling's spread "
-    "within the run (measured before the DRAM patterns ran in passes and on three sets of "
-    "arrays: docs/results.md, Energy)"
-    for capture, ceiling, rate in (
-        ("h200-energy", "4.234", "4.282"),
-        ("h200-energy-b", "4.266", "4.293"),
-    )
-}
 
 
 def _tables(capture: str) -> pd.DataFrame:
@@ -52,15 +39,12 @@ def _patterned(capture: str) -> dict:
     if any("patterns" in e for e in device.get("ceilings", {}).values()):
         return device["ceilings"]
     same = [read_json(CAPTURES / c / "device.json") for c in ALL]
-    same = [d for c, d in zip(ALL, same, strict=True) if d.get("name") == device.get("name")
-            and c not in LOW_CEILINGS
+    same = [d for d in same if d.get("name") == device.get("name")
             and any("patterns" in e for e in d.get("ceilings", {}).values())]  # fmt: skip
     return max(same, key=lambda d: d["date"])["ceilings"] if same else {}
 
 
-@pytest.mark.parametrize("capture", [
-    pytest.param(c, marks=pytest.mark.xfail(reason=LOW_CEILINGS[c], strict=True))
-    if c in LOW_CEILINGS else c for c in ALL])  # fmt: skip
+@pytest.mark.parametrize("capture", ALL)
 def test_no_row_is_above_its_measured_ceiling(capture: str) -> None:
     ceilings = _patterned(capture)
     assert ceilings, f"no capture of {capture}'s GPU measured ceilings by patterns"
