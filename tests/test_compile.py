@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from ncuflow.compile.cubins import compile_options
+from ncuflow.compile.cubins import compile_options, nvrtc_options
 from ncuflow.spec import available_families, load_family
 from ncuflow.study.config import load_study
 
@@ -93,9 +93,11 @@ def test_variant_compiles_for_sm90_as_the_harness_compiles_it(
     report (-v) names each kernel and no register spilled."""
     family = load_family(kernels, family_name)
     variant = family.variants[variant_name]
-    arch = [] if variant.arch else ["-arch=sm_90"]  # compile_options names a variant's own
-    options = [*compile_options(family, variant, {**variant.params, **params},
-                                variant.dtypes()), *arch, "-Xptxas", "-v"]  # fmt: skip
+    # as the compile stage hands them to NVRTC (CuPy's defaults, the variant's own arch or
+    # sm_90), and ptxas's report
+    options = [*nvrtc_options(compile_options(family, variant, {**variant.params, **params},
+                                              variant.dtypes()), variant, "sm_90"),
+               "-Xptxas", "-v"]  # fmt: skip
     _, program = nvrtc.nvrtcCreateProgram(variant.source.encode(), variant.path.name.encode(),
                                           0, [], [])  # fmt: skip
     try:
