@@ -219,7 +219,8 @@ class PowerWatch:
     def temperatures(self) -> tuple[int | None, int | None]:
         """The GPU's and the memory's temperatures (°C) now, None where NVML has none."""
         nvml, device = self.nvml, self.device
-        memory = _read(lambda: nvml.nvmlDeviceGetFieldValues(device, [self.fields[2]])[0])
+        memory = _read(lambda: nvml.nvmlDeviceGetFieldValues(
+            device, [nvml.NVML_FI_DEV_MEMORY_TEMP])[0])  # fmt: skip
         return (_read(lambda: nvml.nvmlDeviceGetTemperature(device, nvml.NVML_TEMPERATURE_GPU)),
                 int(memory.value.uiVal) if memory is not None and
                 memory.nvmlReturn == nvml.NVML_SUCCESS else None)  # fmt: skip

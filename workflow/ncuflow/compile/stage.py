@@ -55,13 +55,13 @@ def gpu_arch() -> str | None:
     return f"sm_{lines[0].replace('.', '')}" if found.returncode == 0 and lines else None
 
 
-def _build(source: str, name: str, options: tuple[str, ...], out: str) -> str | None:
-    """One cubin into ``out`` (written whole or not at all); NVRTC's refusal, if any."""
+def _build(build: Build) -> str | None:
+    """One cubin into its path (written whole or not at all); NVRTC's refusal, if any."""
     try:
-        cubin = compile_cubin(source, name, options)
+        cubin = compile_cubin(build.source, build.name, build.options)
     except CompileFailed as exc:
         return str(exc).splitlines()[0] if str(exc) else "refused"
-    atomic_write(Path(out), cubin)
+    atomic_write(Path(build.path), cubin)
     return None
 
 
@@ -140,10 +140,10 @@ def variant_builds(family: Family, variant: Variant, rows: Sequence[ConfigRow], 
 def compile_all(work: list[Build], workers: int) -> dict[str, str]:
     """Each build of ``work``; {cubin path: why} of those NVRTC refused."""
     if workers <= 1 or len(work) <= 1:
-        results = [_build(w.source, w.name, w.options, w.path) for w in work]
+        results = [_build(w) for w in work]
     else:  # processes: NVRTC holds the interpreter while it compiles
         context, stage = multiprocessing.get_context("fork"), os.getpid()
         with ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                  initializer=pool_worker, initargs=(stage,)) as pool:  # fmt: skip
-            results = list(pool.map(_build, *zip(*(w[:4] for w in work), strict=True)))
+            results = list(pool.map(_build, work))
     return {w.path: why for w, why in zip(work, results, strict=True) if why is not None}

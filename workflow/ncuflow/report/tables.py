@@ -180,8 +180,7 @@ def summary_view(summary: pd.DataFrame, dims: Sequence[str]) -> tuple[pd.DataFra
     column, left out."""
     frame = summary.copy()
     frame["bound_shown"] = [bound_and_level(b, lv, "", held) for b, lv, held in
-                            zip(frame["bound"], frame["bound_level"],
-                                frame.get("power_limited", [""] * len(frame)),
+                            zip(frame["bound"], frame["bound_level"], frame["power_limited"],
                                 strict=True)]  # fmt: skip
     unit, over = _one(frame.get("unit")), _one(frame.get("speedup_over"))
     sources = [
