@@ -26,6 +26,7 @@ from ..vocab import AMBIGUOUS, DEVICE, FASTER, HOST, MIN_EFFECT, OK, SAME, SKIPP
 from .gate import broken, causes, summary
 from .hosts import differences, explained, host_factor
 from .results import load, repeats
+from .style import lay_out
 
 KEY = ["experiment", "variant", "config_id"]
 # What "moved" is judged on: throughput, traffic at each level, utilisation, occupancy,
@@ -327,7 +328,7 @@ def figure(rows: pd.DataFrame, name_a: str, name_b: str, out: Path) -> list[Path
     axes[0][-1].legend(list(shown.values()), list(shown), frameon=False, fontsize=7,
                        loc="upper left", bbox_to_anchor=(1.01, 1.0))  # fmt: skip
     fig.suptitle(f"B = {name_b}\nagainst A = {name_a}", fontsize=9)
-    fig.tight_layout()
+    lay_out(fig)
     paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
     for path in paths:
         fig.savefig(path, dpi=150)

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.collections import PathCollection
+from matplotlib.layout_engine import TightLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -182,8 +183,15 @@ def finish(fig: Any, device: dict[str, Any]) -> Any:
     """The figure as it is saved: its footer, and the layout that keeps every text inside
     it (the PNG is the figure's own size, SAVE's dpi; the report scales it to its page)."""
     fig.text(0.01, 0.005, footer(device), fontsize=7, color="0.35", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, FOOTER, 1, 1))
+    lay_out(fig, (0, FOOTER, 1, 1))
     return fig
+
+
+def lay_out(fig: Any, rect: tuple[float, float, float, float] = (0, 0, 1, 1)) -> None:
+    """tight_layout's placement, once, within ``rect``: fig.tight_layout() leaves a layout
+    engine on the figure, for which every savefig draws the whole figure once more before
+    it saves (about a third of a figure's saving time, the pixels the same)."""
+    TightLayoutEngine(rect=rect).execute(fig)
 
 
 def save(fig: Any, device: dict[str, Any], out: Path) -> list[Path]:
