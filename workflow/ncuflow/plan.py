@@ -12,6 +12,7 @@ forms are exactly those of earlier versions, so every committed capture still re
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -28,13 +29,18 @@ from .vocab import LAUNCH_ERROR, PENDING, SKIPPED, TIMED, TIMEOUT, VERSION
 Json = dict[str, Any]
 
 
+@functools.cache
+def _names(cls: type) -> tuple[str, ...]:
+    """The field names of a dataclass, looked up once: a search's plan holds 100,000 rows."""
+    return tuple(f.name for f in fields(cls))
+
+
 def _take(data: Any, cls: type, where: str, required: tuple[str, ...]) -> Json:
     """``data``'s keys, checked against the fields of ``cls``: every required one there, no
     other one."""
     if not isinstance(data, dict):
         raise NcuflowError(f"{where}: expected a mapping, got {type(data).__name__}")
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - known)
+    unknown = sorted(set(data).difference(_names(cls)))
     missing = [k for k in required if k not in data]
     if unknown or missing:
         parts = (missing and f"missing {', '.join(missing)}",
@@ -48,10 +54,10 @@ def _present(obj: Any, always: tuple[str, ...] = ()) -> Json:
     """The fields of a dataclass as JSON: those in ``always`` whatever their value, the
     others where they are not None (absent in the JSON of older versions)."""
     out = {}
-    for f in fields(obj):
-        value = getattr(obj, f.name)
-        if value is not None or f.name in always:
-            out[f.name] = value
+    for name in _names(type(obj)):
+        value = getattr(obj, name)
+        if value is not None or name in always:
+            out[name] = value
     return out
 
 
@@ -159,15 +165,18 @@ class ConfigRow:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "configs[]") -> ConfigRow:
-        required = tuple(f.name for f in fields(cls) if f.default is not None
-                         and f.name != "launches")  # fmt: skip
-        data = _take(data, cls, where, required)
+        data = _take(data, cls, where, _ROW_REQUIRED)
         launches = tuple(LaunchGeometry.from_json(g, f"{where}.launches[{i}]")
                          for i, g in enumerate(data.get("launches") or ()))  # fmt: skip
         if data["status"] not in (PENDING, SKIPPED):
             raise NcuflowError(f"{where}: status {data['status']!r} is neither {PENDING} nor "
                                f"{SKIPPED}")  # fmt: skip
         return cls(**{**data, "launches": launches})
+
+
+# a row's keys that its JSON always holds (the others: None where absent)
+_ROW_REQUIRED = tuple(f.name for f in fields(ConfigRow)
+                      if f.default is not None and f.name != "launches")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -201,20 +210,11 @@ class Plan:
     def fingerprint(self, row: ConfigRow) -> str:
         """What decides a measurement: kernel sources, the configuration (and the device
         facts its launch geometry follows), its dtype and scalars, timing and seed."""
-        key = {
-            "ncuflow": VERSION,
-            "family": self.family_fingerprint,
-            "variant": self.variant,
-            "config": {
-                "config_id": row.config_id,
-                "dims": row.dims,
-                "params": row.params,
-                "dtype": row.dtype,
-            },
-            "scalars": self.scalars,
-            "timing": self.timing.to_json(),
-            "seed": self.seed,
-        }
+        config = {"config_id": row.config_id, "dims": row.dims, "params": row.params,
+                  "dtype": row.dtype}  # fmt: skip
+        key = {"ncuflow": VERSION, "family": self.family_fingerprint, "variant": self.variant,
+               "config": config, "scalars": self.scalars, "timing": self.timing.to_json(),
+               "seed": self.seed}  # fmt: skip
         # only a row whose grid follows the device's facts has them: the others keep the
         # fingerprints they had before grids could
         if row.grid_facts is not None:
@@ -231,8 +231,7 @@ class Plan:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "plan") -> Plan:
-        data = _take(data, cls, where, tuple(f.name for f in fields(cls)
-                                             if f.name != "device_facts"))  # fmt: skip
+        data = _take(data, cls, where, tuple(n for n in _names(cls) if n != "device_facts"))
         configs = tuple(ConfigRow.from_json(row, f"{where}: configs[{i}]")
                         for i, row in enumerate(data["configs"]))  # fmt: skip
         timing = Timing.from_json(data["timing"], f"{where}: timing")
@@ -272,9 +271,7 @@ class VariantPlan:
     @classmethod
     def load(cls, path: Path) -> VariantPlan:
         where = str(path)
-        data = _take(
-            read_json(path, "a variant's plan"), cls, where, tuple(f.name for f in fields(cls))
-        )
+        data = _take(read_json(path, "a variant's plan"), cls, where, _names(cls))
         plan = Plan.from_json(data["plan"], f"{where}: plan")
         return cls(plan, data["grid"], int(data["size"]), tuple(data["part_starts"]))
 
