@@ -37,8 +37,8 @@ def _anchors(page: Path) -> set[str]:
 def test_the_readme_is_short_and_holds_the_two_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 150
-    assert ".venv/bin/pip install --no-compile -e . && .venv/bin/snakemake --cores 1" in readme
-    assert ".venv/bin/pip install --no-compile -e '.[test]' && .venv/bin/pytest" in readme
+    assert ".venv/bin/pip install -e . && .venv/bin/snakemake --cores 1" in readme
+    assert ".venv/bin/pip install -e '.[test]' && .venv/bin/pytest" in readme
     for page in ("guide", "methods", "results", "troubleshooting", "design", "development",
                  "reference/config", "reference/kernels"):  # fmt: skip
         assert f"(docs/{page}.md)" in readme, page
