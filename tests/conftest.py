@@ -9,11 +9,9 @@ import functools
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,20 +54,10 @@ def _gpu_missing() -> str:
     return "" if shutil.which("ncu") else "ncu is not on PATH"
 
 
-@pytest.hookimpl(trylast=True)  # after -k and -m deselected theirs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Tests that run the workflow in a copy take longest: started first, they spread over
-    # pytest-xdist's workers and end with the rest. A test whose command mostly waits (on a
-    # cluster) has it started now, in the background (mark "early"), and comes last.
-    for item in items:
-        for mark in item.iter_markers("early"):
-            start_early(item.name, mark.args[0])
-    items.sort(
-        key=lambda item: (
-            item.get_closest_marker("early") is not None,
-            "workflow_copy" not in getattr(item, "fixturenames", ()),
-        )
-    )
+    # pytest-xdist's workers and end with the rest.
+    items.sort(key=lambda item: "workflow_copy" not in getattr(item, "fixturenames", ()))
     gpu_items = [item for item in items if "gpu" in item.keywords]
     why = _gpu_missing() if gpu_items else ""
     for item in gpu_items if why else ():
@@ -87,53 +75,6 @@ def one_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]:
     with open(Path(os.environ[SHARED_ENV]) / f"{shared[0]}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
         yield
-
-
-# What runs a started_early command: its exit status, output and seconds into a file
-KEEP_RESULT = """
-import json, os, subprocess, sys, time
-started = time.monotonic()
-try:
-    proc = subprocess.run(sys.argv[2:], capture_output=True, text=True, timeout=600)
-    kept = [proc.args, proc.returncode, proc.stdout, proc.stderr]
-except subprocess.TimeoutExpired as late:
-    kept = [late.cmd, -9, str(late.stdout), f"did not end in {late.timeout} s"]
-kept.append(time.monotonic() - started)
-with open(sys.argv[1] + ".part", "w") as out:
-    json.dump(kept, out)
-os.replace(sys.argv[1] + ".part", sys.argv[1])
-"""
-
-
-def start_early(name: str, start: Callable[[Path], tuple[list[str], Path] | None]) -> None:
-    """The command ``start(folder)`` gives (its words and the folder it runs in; None: none
-    to run) started in the background, once per session: by the first pytest-xdist worker to
-    collect the test ``name``, in a folder of the session's shared folder."""
-    folder = Path(os.environ[SHARED_ENV]) / f"early-{name}"
-    try:
-        folder.mkdir()  # the one worker that makes it starts the command
-    except FileExistsError:
-        return
-    command = start(folder)
-    if command is None:
-        return
-    words, cwd = command
-    proc = subprocess.Popen([sys.executable, "-c", KEEP_RESULT, str(folder / "result.json"),
-                             *words], cwd=cwd, start_new_session=True)  # fmt: skip
-    atexit.register(lambda: proc.poll() is None and os.killpg(proc.pid, signal.SIGKILL))
-
-
-def started_early(name: str, timeout_s: float = 600) -> tuple[subprocess.CompletedProcess,
-                                                                float, Path]:  # fmt: skip
-    """What the command start_early started for the test ``name`` did, once it ended: its
-    run, its seconds and the folder start was given."""
-    folder = Path(os.environ[SHARED_ENV]) / f"early-{name}"
-    waited = time.monotonic()
-    while not (folder / "result.json").is_file():
-        assert time.monotonic() - waited < timeout_s, f"{name}: not done in {timeout_s} s"
-        time.sleep(0.5)
-    *done, seconds = json.loads((folder / "result.json").read_text())
-    return subprocess.CompletedProcess(*done), seconds, folder
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, started_early, workflow_copy_into
+from conftest import ROOT
 from ncuflow.slurm_profile import OneLineSlurmErrors, refusal, status_command
 
 GUIDE = ROOT / "docs" / "guide.md"
@@ -93,19 +93,8 @@ def jobs_of_run(stderr: str) -> list[dict[str, str]]:
     return [job for job in jobs if job.get("JobName") == run_id[1]]
 
 
-def _guides_run(folder: Path) -> tuple[list[str], Path] | None:
-    """The guide's command in a workflow copy in ``folder``, where a cluster answers: its
-    run waits on the cluster's status checks for most of a minute, so it starts with the
-    test session (conftest.start_early) and its test reads what it did."""
-    if _no_cluster():
-        return None
-    words = [sys.executable, "-m", "snakemake", *guide_command()[1:]]
-    return words, workflow_copy_into(folder / "workflow")
-
-
 @pytest.mark.slurm
-@pytest.mark.early.with_args(_guides_run)  # a callable: with_args, not a decorator
-def test_the_guides_slurm_command_runs_to_the_end(request: pytest.FixtureRequest) -> None:
+def test_the_guides_slurm_command_runs_to_the_end(workflow_copy: Path) -> None:
     words = cluster_with_the_guides_partition()
     # squeue where the cluster keeps no accounting (local_cluster.sh's: sacct would leave the
     # run waiting for ever), sacct where it does
@@ -116,7 +105,9 @@ def test_the_guides_slurm_command_runs_to_the_end(request: pytest.FixtureRequest
     assert status_command() == ("sacct" if accounting else "squeue")
     # what this test expects of the run is that study's: its jobs, its table
     assert words[words.index("--configfile") + 1] == "experiments/transpose.yaml", words
-    proc, took, folder = started_early(request.node.name)
+    started = time.monotonic()
+    proc = run(words, workflow_copy, timeout=300)
+    took = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-3000:]
     submitted = re.findall(r"has been submitted with SLURM jobid \d+ \(log: \S+/rule_(\w+)/",
                            proc.stderr)  # fmt: skip
@@ -125,7 +116,7 @@ def test_the_guides_slurm_command_runs_to_the_end(request: pytest.FixtureRequest
     # summary here
     assert sorted(submitted) == sorted(["compile", "measure", "profile", "ceilings",
                                         "device_facts"])  # fmt: skip
-    table = pd.read_parquet(folder / "workflow" / "results" / "transpose" / "table.parquet")
+    table = pd.read_parquet(workflow_copy / "results" / "transpose" / "table.parquet")
     assert len(table) == 30 and (table["status"] == "ok").all()
     # Each job asked for what the command line names and for what the profile sets per rule:
     # the command's --default-resources did not replace the profile's resources.
