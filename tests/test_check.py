@@ -14,6 +14,8 @@ import yaml
 
 from conftest import ROOT
 from ncuflow.nvrtc import bindings
+from ncuflow.vocab import CUBINS
+from shared_builds import CHECKED, bundled_cubins
 
 EXAMPLE = ROOT / "tests" / "data" / "kernels"
 LINE = re.compile(r"ncuflow check: (\w+)/(\w+): (ok|not checked|WRONG): ")
@@ -29,10 +31,13 @@ def _study(tmp_path: Path, kernels: Path, variants: dict | None = None) -> Path:
     return config
 
 
-def _run(*args: str | Path) -> subprocess.CompletedProcess:
+def _run(*args: str | Path, cache: Path | None = None) -> subprocess.CompletedProcess:
     """``ncuflow check`` in a folder of its own: the cubins it compiles go to that folder's
-    cache, not to the repository's."""
+    cache, not to the repository's; ``cache``: that folder's cache is this one."""
     with tempfile.TemporaryDirectory() as folder:
+        if cache is not None:
+            (Path(folder) / CUBINS).parent.mkdir(parents=True)
+            (Path(folder) / CUBINS).symlink_to(cache)
         return subprocess.run([sys.executable, "-m", "ncuflow", "check", *map(str, args)],
                               capture_output=True, text=True, cwd=folder)  # fmt: skip
 
@@ -167,19 +172,17 @@ def test_the_study_is_read_as_snakemake_reads_it(tmp_path: Path, example_copy: P
         assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize(
-    ("study", "variants"),
-    [("config.yaml", 32), ("experiments/transfer.yaml", 2), ("experiments/transpose.yaml", 3),
-     ("experiments/verdicts.yaml", 7), ("experiments/axpy.yaml", 5)],
-)  # fmt: skip
+@pytest.mark.parametrize(("study", "variants"), CHECKED.items())
 def test_every_bundled_family_passes(study: str, variants: int) -> None:
     """The default study (matmul, classifier, conv) and the studies of the histogram,
     transpose, transfer and axpy families: no variant wrong; each CUDA or host variant
-    ok, each library variant on the GPU (cuBLAS, cuDNN, Triton, CuPy) not checked."""
+    ok, each library variant on the GPU (cuBLAS, cuDNN, Triton, CuPy) not checked. Their
+    builds come from the session's shared cache (shared_builds), as a check again in one
+    folder finds them in its own."""
     from ncuflow.files import read_config
     from ncuflow.study.config import load_study
 
-    proc = _run(ROOT / study)
+    proc = _run(ROOT / study, cache=bundled_cubins() if bindings() else None)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     loaded = load_study(read_config(ROOT / study), ROOT / Path(study).parent)
     lines = [LINE.match(line) for line in proc.stdout.splitlines()[:-1]]
@@ -248,6 +251,7 @@ def test_a_check_compiles_into_the_cache_a_run_in_its_folder_reads(
     from ncuflow.check import variants
     from ncuflow.check.command import read_study
     from ncuflow.compile import stage
+    from ncuflow.nvrtc import Compiled
     from ncuflow.vocab import CUBINS
 
     monkeypatch.chdir(tmp_path)
@@ -257,9 +261,9 @@ def test_a_check_compiles_into_the_cache_a_run_in_its_folder_reads(
     assert len(list((tmp_path / CUBINS).glob("*.cubin"))) == 2  # gather at BLOCK 128 and 256
     compiled: list[str] = []
 
-    def counted(source: str, name: str, options: object) -> bytes:
+    def counted(source: str, name: str, options: object) -> Compiled:
         compiled.append(name)
-        return b"\0"
+        return Compiled(b"\0", "")
 
     monkeypatch.setattr(variants, "compile_cubin", counted)
     monkeypatch.setattr(stage, "compile_cubin", counted)
@@ -274,3 +278,38 @@ def test_a_check_compiles_into_the_cache_a_run_in_its_folder_reads(
     stage.compile_stage(jobs, tmp_path / "compiled.json", tmp_path / CUBINS, "sm_90", 1,
                         lines.append)  # fmt: skip
     assert sorted(compiled) == sorted(f"{name}.cu" for name in stage.HELPERS), lines
+
+
+# ptxas's report as NVRTC printed it for a kernel of 96 accumulators under
+# __launch_bounds__(1024, 2) (-Xptxas -v, sm_90, 2026-11-29), its spills left to fill in
+PTXAS_REPORT = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'gather' for 'sm_90'
+ptxas info    : Function properties for gather
+ptxas         .     448 bytes stack frame, {0} bytes spill stores, {0} bytes spill loads
+ptxas info    : Used 32 registers, used 0 barriers, 448 bytes cumulative stack size"""
+
+
+def test_a_build_that_spills_registers_is_named_on_its_line(
+    tmp_path: Path, example_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ptxas's report, kept beside each cubin, says which tunable sets spill: the variant
+    stays ok (slower, not wrong) and its line names how many and the worst."""
+    from ncuflow.check import variants
+    from ncuflow.check.command import read_study
+    from ncuflow.compile import stage
+    from ncuflow.compile.ptxas import read_report
+    from ncuflow.nvrtc import Compiled
+
+    def spilling(source: str, name: str, options: tuple[str, ...]) -> Compiled:
+        return Compiled(b"\0", PTXAS_REPORT.format(96 if "-DBLOCK=256" in options else 0))
+
+    (used,) = read_report(PTXAS_REPORT.format(1072))
+    assert (used.function, used.registers, used.spill_store_bytes) == ("gather", 32, 1072)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(stage, "compile_cubin", spilling)
+    study = read_study([_study(tmp_path, example_copy)])
+    checked = {c.variant: c for c in variants.check_study(study, workers=1)}
+    assert checked["gather"].status == "ok", checked
+    said = checked["gather"].said
+    assert ("2 tunable set(s) compiled for sm_90, 1 of them spilling registers (ptxas: up to "
+            "96 bytes of spill stores, at ") in said, said  # fmt: skip

@@ -2,114 +2,43 @@
 options), at its defaults and at up to two other parameter sets that the repository's
 configs run, without register spills; and the harness's own kernels compile with nvcc."""
 
-import itertools
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from conftest import ROOT
-from ncuflow.compile.cubins import compile_options, nvrtc_options
-from ncuflow.spec import available_families, load_family
-from ncuflow.study.config import load_study
+from ncuflow.compile.ptxas import entry_functions, report_path, spilled_bytes
+from ncuflow.nvrtc import bindings, compile_cubin
+from ncuflow.spec import load_family
+from shared_builds import bundled_cubins, case_build, compile_cases
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-# (the 100,000- and 1,000,000-configuration dry-run studies are for planning, not running;
-# the search of 129,600 positions runs variants the others run)
-CONFIGS = [ROOT / "config.yaml", *sorted((ROOT / "experiments").glob("*.yaml")),
-           *sorted((ROOT / "benchmarks").glob("*.yaml"))]  # fmt: skip
-CONFIGS = [
-    c
-    for c in CONFIGS
-    if c.name not in ("dry_run_100k.yaml", "dry_run_1m.yaml", "warptile_search.yaml")
-]
-
-try:  # NVIDIA's NVRTC bindings (pip install cuda-bindings nvidia-cuda-nvrtc): CPU only
-    from cuda.bindings import nvrtc
-except ImportError:
-    nvrtc = None
 
 
-def _used_params() -> dict[tuple[str, str], list[dict[str, int]]]:
-    """The first few distinct parameter sets of pending configurations, per (family,
-    variant), in the configs' order (a search's space: its first positions that run)."""
-    used: dict[tuple[str, str], list[dict[str, int]]] = {}
-    for path in CONFIGS:
-        config = yaml.safe_load(path.read_text())
-        config["kernels_dir"] = str(ROOT / "kernels")
-        for experiment in load_study(config).experiments.values():
-            for variant in experiment.variants:
-                seen = used.setdefault((experiment.family.name, variant), [])
-                grid = experiment.grids[variant]
-                for position in experiment.scans[variant].pending:
-                    if len(seen) >= 3:
-                        break
-                    row = grid.row_at(position)
-                    if row.params not in seen:
-                        seen.append(row.params)
-    return used
-
-
-def _cases() -> list[tuple[Path, str, str, dict[str, int]]]:
-    """Each CUDA variant of the bundled families at its defaults and at up to two other
-    parameter sets the configs run; those of the test tree's families at their defaults."""
-    used = _used_params()
-    cases = []
-    for kernels in (ROOT / "kernels", ROOT / "tests" / "data" / "kernels"):
-        for family_name in available_families(kernels):
-            family = load_family(kernels, family_name)
-            for name, variant in family.variants.items():
-                if not variant.is_cuda:
-                    continue
-                others = [p for p in used.get((family_name, name), []) if p != variant.params]
-                for params in itertools.islice([{}, *others], 3):
-                    cases.append((kernels, family_name, name, params))
-    return cases
-
-
-def _nvrtc_log(program: object) -> str:
-    _, size = nvrtc.nvrtcGetProgramLogSize(program)
-    log = b" " * size
-    nvrtc.nvrtcGetProgramLog(program, log)
-    return log.decode(errors="replace")
-
-
-@pytest.mark.skipif(nvrtc is None, reason="NVRTC's Python bindings are not installed")
+@pytest.mark.skipif(bindings() is None, reason="NVRTC's Python bindings are not installed")
 @pytest.mark.parametrize(
     ("kernels", "family_name", "variant_name", "params"),
-    _cases(),
+    compile_cases(),
     ids=lambda v: "_".join(f"{k}={x}" for k, x in v.items()) or "defaults"
     if isinstance(v, dict) else v if isinstance(v, str) else "",
 )  # fmt: skip
 def test_variant_compiles_for_sm90_as_the_harness_compiles_it(
     kernels: Path, family_name: str, variant_name: str, params: dict[str, int]
 ) -> None:
-    """The harness's own options (include folders of every included file, element types,
-    the family hash, every tunable as -D): what CuPy hands NVRTC on the GPU machine; ptxas's
-    report (-v) names each kernel and no register spilled."""
-    family = load_family(kernels, family_name)
-    variant = family.variants[variant_name]
-    # as the compile stage hands them to NVRTC (CuPy's defaults, the variant's own arch or
-    # sm_90), and ptxas's report
-    options = [*nvrtc_options(compile_options(family, variant, {**variant.params, **params},
-                                              variant.dtypes()), variant, "sm_90"),
-               "-Xptxas", "-v"]  # fmt: skip
-    _, program = nvrtc.nvrtcCreateProgram(variant.source.encode(), variant.path.name.encode(),
-                                          0, [], [])  # fmt: skip
-    try:
-        (result,) = nvrtc.nvrtcCompileProgram(program, len(options), [o.encode() for o in options])
-        log = _nvrtc_log(program)
-    finally:
-        nvrtc.nvrtcDestroyProgram(program)
-    assert result == nvrtc.nvrtcResult.NVRTC_SUCCESS, log
-    for kernel in variant.kernels:
-        assert f"Compiling entry function '{kernel}'" in log
-    spills = re.findall(r"(\d+) bytes spill stores", log)
-    assert spills and all(s == "0" for s in spills), log
+    """As the compile stage builds it (NVRTC; the harness's options: include folders of
+    every included file, element types, the family hash, every tunable as -D, CuPy's
+    additions, ptxas's report; sm_90 or the variant's own arch), in the session's shared
+    cache: compiled, ptxas's report names each kernel, and no function spills a register."""
+    cache = bundled_cubins()
+    build = case_build(kernels, family_name, variant_name, params, cache)
+    variant = load_family(kernels, family_name).variants[variant_name]
+    if not Path(build.path).is_file():  # refused: compiled again, for NVRTC's whole log
+        compile_cubin(build.source, variant.path.name, build.options)
+    report = report_path(Path(build.path)).read_text()
+    assert set(variant.kernels) <= set(entry_functions(report)), report
+    assert spilled_bytes(report) == 0, report
 
 
 @needs_nvcc

@@ -6,7 +6,7 @@ on a machine that has none. Imported only when used; importing this module needs
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import NcuflowError
 
@@ -15,6 +15,14 @@ INSTALL = "pip install cuda-bindings nvidia-cuda-nvrtc"
 
 class CompileFailed(NcuflowError):
     """NVRTC refused a source: its log."""
+
+
+class Compiled(NamedTuple):
+    """A cubin and NVRTC's log of it: ptxas's report where the options ask for one
+    (``-Xptxas -v``: each kernel's registers and the bytes it spills)."""
+
+    cubin: bytes
+    log: str
 
 
 def bindings() -> Any | None:
@@ -42,10 +50,17 @@ def version() -> str:
     return f"{major}.{minor}"
 
 
-def compile_cubin(source: str, name: str, options: Sequence[str]) -> bytes:
+def _log(nvrtc: Any, program: Any) -> str:
+    size = _checked(nvrtc, nvrtc.nvrtcGetProgramLogSize(program), "reading its log")
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(program, log)
+    return log.decode(errors="replace").strip("\x00 \n")
+
+
+def compile_cubin(source: str, name: str, options: Sequence[str]) -> Compiled:
     """The cubin of ``source`` (``name`` in NVRTC's messages) compiled with ``options``,
-    which name the architecture (``--gpu-architecture=sm_90``); CompileFailed with NVRTC's
-    log where it refuses the source."""
+    which name the architecture (``--gpu-architecture=sm_90``), and NVRTC's log;
+    CompileFailed with the log where NVRTC refuses the source."""
     nvrtc = bindings()
     if nvrtc is None:
         raise NcuflowError(f"NVRTC's Python bindings are not installed ({INSTALL})")
@@ -55,13 +70,10 @@ def compile_cubin(source: str, name: str, options: Sequence[str]) -> bytes:
         encoded = [o.encode() for o in options]
         (status,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            size = _checked(nvrtc, nvrtc.nvrtcGetProgramLogSize(program), "reading its log")
-            log = b" " * size
-            nvrtc.nvrtcGetProgramLog(program, log)
-            raise CompileFailed(log.decode(errors="replace").strip("\x00 \n"))
+            raise CompileFailed(_log(nvrtc, program))
         size = _checked(nvrtc, nvrtc.nvrtcGetCUBINSize(program), "sizing the cubin")
         cubin = b" " * size
         nvrtc.nvrtcGetCUBIN(program, cubin)
-        return cubin
+        return Compiled(cubin, _log(nvrtc, program))
     finally:
         nvrtc.nvrtcDestroyProgram(program)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..compile.ptxas import report_path, spilled_bytes
 from ..compile.stage import Build, compile_all, variant_builds
 from ..errors import NcuflowError
 from ..measure.problem import Problem, inputs_seed
@@ -90,6 +91,12 @@ def _plan(study: Study, experiment: str, variant: str) -> tuple[Plan, str]:
     return plan, f"a search's sample of {len(taken)} of its {len(pending)}: "
 
 
+def study_builds(study: Study, arch: str = TARGET) -> list[Build]:
+    """Every CUDA build a check of ``study`` compiles."""
+    plans = [_plan(study, e, v)[0] for e, v in study.jobs()]
+    return [b for plan in plans for b in _builds(study, plan, arch).values()]
+
+
 def _builds(study: Study, plan: Plan, arch: str) -> dict[str, Build]:
     """A plan's CUDA builds by build key, named as the compile stage names them in its
     cache (CUBINS, in this folder); none where the variant is no CUDA or cannot be built
@@ -107,7 +114,7 @@ def _compile_ahead(builds: list[Build], workers: int, say: Callable[[str], None]
     run in this folder (on a GPU of the check's architecture) compiles none of them again.
     What NVRTC refuses is left to the check, which compiles it again to say why; where the
     cache cannot be written, each variant compiles on its own."""
-    work = {b.path: b for b in builds if not Path(b.path).is_file()}
+    work = {b.path: b for b in builds if not _reported(Path(b.path))}
     if not work:
         return
     say(f"ncuflow check: compiling {len(work)} build(s) on {workers} process(es) into "
@@ -145,21 +152,38 @@ def print_check(study: Study, arch: str = TARGET, workers: int | None = None) ->
     return counts[WRONG]
 
 
+def _reported(cubin: Path) -> bool:
+    """Whether the cache holds a build and ptxas's report of it (not a cache from before
+    the reports were kept)."""
+    return cubin.is_file() and report_path(cubin).is_file()
+
+
 def _compiled(variant: Variant, arch: str, builds: dict[str, Build]) -> str:
     """Every distinct tunable set (and dtype) of the plan compiled (in the cache, or here
-    under the variant's own file name, which NVRTC's messages then name): what was done, or
-    the first refusal as an error, naming the first configuration of that build."""
+    under the variant's own file name, which NVRTC's messages then name): what was done,
+    with the builds that spill registers, or the first refusal as an error, naming the
+    first configuration of that build."""
+    spills: dict[str, int] = {}
     for build in builds.values():
-        if Path(build.path).is_file():
+        row = build.row.config_id if build.row else variant.name
+        if _reported(Path(build.path)):
+            spills[row] = spilled_bytes(report_path(Path(build.path)).read_text())
             continue
         try:
-            compile_cubin(build.source, variant.path.name, build.options)
+            spills[row] = spilled_bytes(
+                compile_cubin(build.source, variant.path.name, build.options).log
+            )
         except CompileFailed as exc:
             shown = "\n".join(str(exc).splitlines()[:6])
-            row = build.row.config_id if build.row else variant.name
             raise NcuflowError(f"{row} does not compile for {variant.arch or arch} with "
                                f"NVRTC:\n{shown}") from None  # fmt: skip
-    return f"{len(builds)} tunable set(s) compiled for {variant.arch or arch}"
+    said = f"{len(builds)} tunable set(s) compiled for {variant.arch or arch}"
+    spilling = {row: n for row, n in spills.items() if n}
+    if spilling:  # slower, not wrong: local memory stands in for the registers
+        worst = max(spilling, key=spilling.__getitem__)
+        said += (f", {len(spilling)} of them spilling registers (ptxas: up to "
+                 f"{spilling[worst]} bytes of spill stores, at {worst})")  # fmt: skip
+    return said
 
 
 def _check(plan: Plan, study: Study, arch: str, builds: dict[str, Build]) -> tuple[str, str]:

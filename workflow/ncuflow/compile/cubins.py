@@ -26,6 +26,7 @@ from ..gpu import toolkit_includes
 from ..spec.model import C_TYPES, Variant
 from ..spec.sources import local_includes
 from ..vocab import COMPILED_ENV
+from .ptxas import REPORT_OPTIONS
 
 if TYPE_CHECKING:
     from ..spec.family import Family
@@ -96,10 +97,11 @@ def cubin_name(sources: str, options: Sequence[str], arch: str, nvrtc: str) -> s
 
 
 def nvrtc_options(options: Sequence[str], variant: Variant, arch: str) -> tuple[str, ...]:
-    """What NVRTC compiles a configuration with: its options, CuPy's additions and the
-    architecture (the variant's own where it names one)."""
+    """What NVRTC compiles a configuration with: its options, CuPy's additions, ptxas's
+    report (no change to the binary) and the architecture (the variant's own where it
+    names one)."""
     target = () if variant.arch else (f"--gpu-architecture={arch}",)
-    return (*options, *CUPY_DEFAULTS, *target)
+    return (*options, *CUPY_DEFAULTS, *REPORT_OPTIONS, *target)
 
 
 @functools.cache

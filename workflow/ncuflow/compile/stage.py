@@ -32,6 +32,7 @@ from .cubins import (
     nvrtc_options,
     source_digest,
 )
+from .ptxas import report_path
 
 
 class Build(NamedTuple):
@@ -56,12 +57,15 @@ def gpu_arch() -> str | None:
 
 
 def _build(build: Build) -> str | None:
-    """One cubin into its path (written whole or not at all); NVRTC's refusal, if any."""
+    """One cubin into its path (written whole or not at all), a variant's with ptxas's
+    report beside it, written first; NVRTC's refusal, if any."""
     try:
-        cubin = compile_cubin(build.source, build.name, build.options)
+        compiled = compile_cubin(build.source, build.name, build.options)
     except CompileFailed as exc:
         return str(exc).splitlines()[0] if str(exc) else "refused"
-    atomic_write(Path(build.path), cubin)
+    if build.row is not None:
+        atomic_write(report_path(Path(build.path)), compiled.log)
+    atomic_write(Path(build.path), compiled.cubin)
     return None
 
 
