@@ -187,13 +187,15 @@ def best_of(patterns: dict[str, dict[str, Any]]) -> dict[str, Any]:
                          for k, v in patterns.items()}}  # fmt: skip
 
 
-def measure_dram(d: Device, rounds: int = DRAM_ROUNDS) -> dict[str, Any]:
-    """The DRAM ceiling: every pattern measured on ``rounds`` sets of freshly allocated
-    arrays, each pattern at its best round (the rounds' rates kept); the energy tier's
-    patterns run on the last round's arrays."""
+def measure_dram(
+    d: Device, rounds: int = DRAM_ROUNDS, only: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    """The DRAM ceiling: every pattern (or those named ``only``) measured on ``rounds``
+    sets of freshly allocated arrays, each pattern at its best round (the rounds' rates
+    kept); the energy tier's patterns run on the last round's arrays."""
     done = []
     for number in range(rounds):
-        done.append(_dram_round(d, last=number == rounds - 1))
+        done.append(_dram_round(d, number == rounds - 1, only))
         d.cp.get_default_memory_pool().free_all_blocks()  # the round's arrays
     patterns = {}
     for name in done[0]:
@@ -203,8 +205,9 @@ def measure_dram(d: Device, rounds: int = DRAM_ROUNDS) -> dict[str, Any]:
     return best_of(patterns)
 
 
-def _dram_round(d: Device, last: bool) -> dict[str, dict[str, Any]]:
-    """Each DRAM pattern once, on arrays of its own (``last``: energy patterns kept)."""
+def _dram_round(d: Device, last: bool, only: tuple[str, ...] | None) -> dict[str, dict[str, Any]]:
+    """Each DRAM pattern (of ``only``, where given) once, on arrays of its own (``last``:
+    energy patterns kept)."""
     cp = d.cp
     n = DRAM_BYTES // 4
     a, b, c = (cp.random.random(n, dtype=cp.float32) for _ in range(3))
@@ -217,9 +220,14 @@ def _dram_round(d: Device, last: bool) -> dict[str, dict[str, Any]]:
 
     method = (f"cudaMemcpyAsync device to device of {b.nbytes >> 20} MiB of random float32, "
               "counting the bytes read plus the bytes written.")  # fmt: skip
-    patterns = {"memcpy": _measure(d, copy, 2 * b.nbytes, "byte/s", method, energy("memcpy"))}
+    patterns = {}
+    if only is None or "memcpy" in only:
+        patterns["memcpy"] = _measure(d, copy, 2 * b.nbytes, "byte/s", method, energy("memcpy"))
     for pattern, arrays in STREAM_ARRAYS.items():
         for width in STREAM_WIDTHS:
+            name = f"{pattern}_{width}B"
+            if only is not None and name not in only:
+                continue
             fn, grid = _kernel(d, f"stream_{pattern}_{width}", d.k["THREADS"])
             out = cp.empty(grid * d.k["THREADS"], dtype=cp.float32)
             sized = (a, b, c, np.uint64(DRAM_BYTES // width))  # elements of the width
@@ -233,7 +241,6 @@ def _dram_round(d: Device, last: bool) -> dict[str, dict[str, Any]]:
                       f"stride over {arrays} array(s) of {DRAM_BYTES >> 20} MiB with "
                       f"{width}-byte elements, {passes} pass(es) a launch, counting every "
                       "byte read and written.")  # fmt: skip
-            name = f"{pattern}_{width}B"
             patterns[name] = _measure(d, functools.partial(launch, passes),
                                       arrays * DRAM_BYTES * passes, "byte/s", method,
                                       energy(name))  # fmt: skip

@@ -12,6 +12,7 @@ from ..measure.energy import gpu_energy
 from ..nvml import PowerWatch
 from .ceilings import (
     ENERGY_CEILINGS,
+    ENERGY_PATTERNS,
     Device,
     best_of,
     measure_dram,
@@ -28,7 +29,8 @@ def measure_energy_ceilings(
     FP16 tensor and DRAM ceilings set up (and timed, which sizes them) as for their rates,
     then each pattern run back to back for ``seconds``; a ceiling is its best pattern."""
     device = open_device(log, seconds)
-    measure_dram(device, rounds=1)  # sizes the patterns; their rates are the ceilings stage's
+    # sizes the energy patterns (their rates are the ceilings stage's); the others not run
+    measure_dram(device, rounds=1, only=ENERGY_PATTERNS["dram"])
     measure_fma(device, "ffma_loop", "float32", 2, "FP32 FMAs")
     measure_gemm(device, device.cp.float16, "float16 in and out", "tensor_fp16")
     return _energy_ceilings(device)
